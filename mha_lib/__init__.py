@@ -1,0 +1,13 @@
+"""mha_lib: multi-head attention, readable in NumPy and batched in PyTorch.
+
+* :mod:`mha_lib.reference` — NumPy, next to the equations (project, split_heads, merge_heads,
+  scaled_dot_product_attention, multi_head_attention and its per-head loop form);
+* :class:`mha_lib.MultiHeadAttention` — a drop-in for ``torch.nn.MultiheadAttention``;
+* :mod:`mha_lib.counting` — parameters and FLOPs term by term;
+* :mod:`mha_lib.plotting` — attention heatmaps (matplotlib, imported on demand).
+"""
+from . import counting, reference
+from .module import MultiHeadAttention
+
+__version__ = "0.1.0"
+__all__ = ["MultiHeadAttention", "counting", "reference", "__version__"]
