@@ -90,8 +90,10 @@ class MultiHeadAttention(nn.Module):
         scores = (q * (1.0 / math.sqrt(self.head_dim))) @ k.transpose(-2, -1)  # (N, h, L, S)
         if mask is not None:
             scores = scores + mask
-        weights = F.dropout(torch.softmax(scores, dim=-1), p=p)  # dropout on the weights, as torch
-        return weights @ v, weights                              # (N, h, L, d_v)
+        weights = torch.softmax(scores, dim=-1)
+        if p > 0:
+            weights = F.dropout(weights, p=p)  # attention dropout acts on the weights, as in torch
+        return weights @ v, weights            # (N, h, L, d_v)
 
     def _batch_first(self, x: Tensor, batched: bool) -> Tensor:
         if not batched:
