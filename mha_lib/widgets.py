@@ -1,0 +1,203 @@
+"""A head selector for the static course site: pick a head, see its attention weights.
+
+:func:`head_selector_html` returns an ``IPython.display.HTML`` object. Its markup carries the
+weights as JSON, plus a static SVG picture of the first head:
+
+* on the course website, ``site/static/head-selector.js`` (loaded on every page) finds each
+  ``<div class="head-selector">``, replaces the static picture by a ``<select>`` (and a second one
+  for the first axis of 4-D weights) and an SVG heatmap it redraws on change; no kernel, no
+  external library;
+* in Jupyter, Colab or anywhere without that script, the static picture of the first head shows.
+
+The CSS classes are a stable interface (the site test and the script rely on them):
+``head-selector`` (the container; ``data-group``/``data-head`` hold the current choice once the
+script ran), ``head-selector-data`` (the JSON), ``head-selector-static`` (the no-JS picture),
+``head-selector-controls``, ``head-selector-group`` and ``head-selector-head`` (the selects),
+``head-selector-plot``, ``head-selector-heatmap`` (the SVG) and ``head-selector-cell`` (one rect per
+weight, with ``data-q``, ``data-k`` and ``data-value``).
+
+Colours follow :mod:`mha_lib.plotting` (viridis, 0 to ``vmax``; rows are queries, columns keys).
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+
+import numpy as np
+
+__all__ = ["head_selector_html", "head_selector_markup", "VIRIDIS"]
+
+#: Viridis sampled at 9 evenly spaced points; the JS file interpolates between the same stops.
+VIRIDIS = ("#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c",
+           "#28ae80", "#5ec962", "#addc30", "#fde725")
+
+#: Above this many numbers the page gets heavy; slice the weights first.
+MAX_VALUES = 200_000
+
+_FONT_PX = 12
+_CHAR_PX = 7.2  # rough width of one character of a 12 px sans-serif label
+
+
+def _to_numpy(weights):
+    if hasattr(weights, "detach"):  # a torch tensor, possibly on a GPU or requiring grad
+        weights = weights.detach().cpu().numpy()
+    return np.asarray(weights, dtype=float)
+
+
+def _labels(tokens, n, what):
+    tokens = [str(t) for t in tokens]
+    if len(tokens) != n:
+        raise ValueError(f"{what}: {len(tokens)} labels for an axis of length {n}.")
+    return tokens
+
+
+def _colour(value, vmin, vmax):
+    """The viridis colour of ``value`` on the scale [vmin, vmax], as ``#rrggbb``."""
+    t = 0.0 if vmax <= vmin else min(1.0, max(0.0, (value - vmin) / (vmax - vmin)))
+    x = t * (len(VIRIDIS) - 1)
+    i = min(int(x), len(VIRIDIS) - 2)
+    f = x - i
+    a, b = VIRIDIS[i], VIRIDIS[i + 1]
+    rgb = [round(int(a[j:j + 2], 16) * (1 - f) + int(b[j:j + 2], 16) * f) for j in (1, 3, 5)]
+    return "#" + "".join(f"{c:02x}" for c in rgb)
+
+
+def _geometry(query, key):
+    """Cell size and margins; head-selector.js computes the same numbers."""
+    n = max(len(query), len(key))
+    cell = max(12, min(32, math.floor(420 / n)))
+    left = math.ceil(max(len(t) for t in query) * _CHAR_PX) + 10
+    top = math.ceil(max(len(t) for t in key) * _CHAR_PX * 0.71) + 14
+    right = max(4, top - 14 - cell // 2)  # the last column label leans out to the right
+    return cell, left, top, right
+
+
+def _svg(matrix, query, key, vmin, vmax, digits, label):
+    """The static SVG heatmap of one (T_q, T_k) matrix (same layout as head-selector.js)."""
+    cell, left, top, right = _geometry(query, key)
+    width, height = left + cell * len(key) + right, top + cell * len(query) + 4
+    show_values = cell >= 28
+    e = html.escape
+    out = [f'<svg class="head-selector-heatmap" role="img" aria-label="{e(label)}" '
+           f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'font-size="{_FONT_PX}" font-family="sans-serif">']
+    for i, q in enumerate(query):
+        y = top + cell * i + cell / 2
+        out.append(f'<text class="head-selector-label" x="{left - 6}" y="{y:g}" text-anchor="end" '
+                   f'dominant-baseline="central">{e(q)}</text>')
+    for j, k in enumerate(key):
+        x = left + cell * j + cell / 2
+        out.append(f'<text class="head-selector-label" transform="translate({x:g},{top - 6}) rotate(-45)" '
+                   f'text-anchor="start">{e(k)}</text>')
+    for i, q in enumerate(query):
+        for j, k in enumerate(key):
+            v = float(matrix[i, j])
+            out.append(f'<rect class="head-selector-cell" data-q="{i}" data-k="{j}" '
+                       f'data-value="{v:.{digits}f}" x="{left + cell * j}" y="{top + cell * i}" '
+                       f'width="{cell}" height="{cell}" fill="{_colour(v, vmin, vmax)}">'
+                       f'<title>{e(q)} &#8594; {e(k)}: {v:.{digits}f}</title></rect>')
+            if show_values:
+                ink = "black" if v > vmin + 0.6 * (vmax - vmin) else "white"
+                out.append(f'<text x="{left + cell * j + cell / 2:g}" y="{top + cell * i + cell / 2:g}" '
+                           f'text-anchor="middle" dominant-baseline="central" font-size="9" '
+                           f'fill="{ink}" pointer-events="none">{v:.2f}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None, title=None, *,
+                         group_names=None, group_label="Example", vmin=0.0, vmax=None,
+                         digits=3):
+    """The HTML string behind :func:`head_selector_html` (same arguments)."""
+    w = _to_numpy(weights)
+    if w.ndim == 3:
+        w = w[None]
+    if w.ndim != 4:
+        raise ValueError("weights: expected (heads, T_q, T_k) or (groups, heads, T_q, T_k), "
+                         f"got shape {tuple(w.shape)}.")
+    if 0 in w.shape:
+        raise ValueError(f"weights: an axis is empty, shape {tuple(w.shape)}.")
+    if not np.isfinite(w).all():
+        raise ValueError("weights: contains NaN or infinite values.")
+    if w.size > MAX_VALUES:
+        raise ValueError(f"weights: {w.size} values is too many for one page (limit {MAX_VALUES}); "
+                         "slice out fewer heads, examples or tokens.")
+    n_groups, n_heads, t_q, t_k = w.shape
+    query = _labels(query_tokens, t_q, "query_tokens")
+    key = _labels(query_tokens if key_tokens is None else key_tokens, t_k,
+                  "key_tokens" if key_tokens is not None else "query_tokens (used as keys)")
+    heads = _labels([f"head {h + 1}" for h in range(n_heads)] if head_names is None else head_names,
+                    n_heads, "head_names")
+    groups = _labels([f"{group_label} {g + 1}" for g in range(n_groups)] if group_names is None
+                     else group_names, n_groups, "group_names")
+    if vmax is None:
+        vmax = 1.0 if (w.min() >= 0.0 and w.max() <= 1.0) else float(w.max())
+    vmin, vmax = float(vmin), float(vmax)
+    if not vmax > vmin:
+        raise ValueError(f"vmax ({vmax}) must be larger than vmin ({vmin}).")
+
+    spec = {
+        "version": 1,
+        "title": title or "",
+        "group_label": str(group_label),
+        "groups": groups,
+        "heads": heads,
+        "query": query,
+        "key": key,
+        "vmin": vmin,
+        "vmax": vmax,
+        "digits": int(digits),
+        "weights": np.round(w, int(digits)).tolist(),
+    }
+    # Inside <script>, "</script" or "<!--" would end or confuse the element: escape < > &.
+    payload = (json.dumps(spec, separators=(",", ":"), allow_nan=False)
+               .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    first = f"{heads[0]}" + (f", {groups[0]}" if n_groups > 1 else "")
+    caption = (f"{html.escape(title)} &#8212; " if title else "") + html.escape(first)
+    static = _svg(w[0, 0], query, key, vmin, vmax, int(digits),
+                  f"Attention weights, {first}; rows are queries, columns are keys")
+    return (
+        '<div class="head-selector" data-head-selector-version="1">'
+        f'<script type="application/json" class="head-selector-data">{payload}</script>'
+        '<div class="head-selector-static">'
+        f'<p class="head-selector-caption">{caption} (static picture: on the course site you can '
+        'choose the head)</p>'
+        f"{static}</div></div>"
+    )
+
+
+def head_selector_html(weights, query_tokens, key_tokens=None, head_names=None, title=None, *,
+                       group_names=None, group_label="Example", vmin=0.0, vmax=None, digits=3):
+    """A head selector for attention weights, for a chapter cell's output.
+
+    Parameters
+    ----------
+    weights : array-like or torch.Tensor
+        ``(heads, T_q, T_k)``, or ``(groups, heads, T_q, T_k)`` where the first axis (layers,
+        examples, ...) gets a second selector.
+    query_tokens : sequence of str
+        Row labels, ``T_q`` of them.
+    key_tokens : sequence of str, optional
+        Column labels, ``T_k`` of them; defaults to ``query_tokens`` (self-attention).
+    head_names : sequence of str, optional
+        Defaults to ``head 1`` ... ``head h`` (as in :func:`mha_lib.plotting.plot_heads`).
+    title : str, optional
+        Shown above the selectors.
+    group_names, group_label :
+        Names for the first axis of 4-D weights (default ``Example 1``, ``Example 2``, ...).
+    vmin, vmax : float
+        Colour scale; ``vmax`` defaults to 1 for weights in [0, 1], else to their maximum.
+    digits : int
+        Decimals kept in the page (3 by default; the page stores every number).
+
+    Returns
+    -------
+    IPython.display.HTML
+        Make it the last expression of a cell (or ``display(...)`` it).
+    """
+    from IPython.display import HTML
+
+    return HTML(head_selector_markup(weights, query_tokens, key_tokens, head_names, title,
+                                     group_names=group_names, group_label=group_label,
+                                     vmin=vmin, vmax=vmax, digits=digits))

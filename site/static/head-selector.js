@@ -1,0 +1,175 @@
+/* Head selector for the static course site (no kernel, no external library).
+ *
+ * A chapter cell calls mha_lib.widgets.head_selector_html(...), whose output is
+ *   <div class="head-selector">
+ *     <script type="application/json" class="head-selector-data">{...}</script>
+ *     <div class="head-selector-static">(an SVG of the first head, for places without this script)</div>
+ *   </div>
+ * This script, loaded on every page (html_js_files in _config.yml), replaces the static picture
+ * by a <select class="head-selector-head"> (plus <select class="head-selector-group"> for 4-D
+ * weights) and an SVG heatmap (svg.head-selector-heatmap, rect.head-selector-cell) redrawn on
+ * change. The layout and colours match mha_lib/widgets.py; keep the two in step.
+ */
+(function () {
+  "use strict";
+
+  var SVG_NS = "http://www.w3.org/2000/svg"; // an XML namespace name, never fetched
+  var VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c",
+                 "#28ae80", "#5ec962", "#addc30", "#fde725"];
+  var FONT_PX = 12, CHAR_PX = 7.2;
+
+  function hex(c) { return [1, 3, 5].map(function (j) { return parseInt(c.slice(j, j + 2), 16); }); }
+
+  function colour(v, vmin, vmax) {
+    var t = vmax <= vmin ? 0 : Math.min(1, Math.max(0, (v - vmin) / (vmax - vmin)));
+    var x = t * (VIRIDIS.length - 1);
+    var i = Math.min(Math.floor(x), VIRIDIS.length - 2), f = x - i;
+    var a = hex(VIRIDIS[i]), b = hex(VIRIDIS[i + 1]);
+    return "#" + a.map(function (ai, j) {
+      var c = Math.round(ai * (1 - f) + b[j] * f);
+      return (c < 16 ? "0" : "") + c.toString(16);
+    }).join("");
+  }
+
+  function longest(labels) {
+    return labels.reduce(function (m, s) { return Math.max(m, s.length); }, 0);
+  }
+
+  function svgEl(name, attrs, text) {
+    var el = document.createElementNS(SVG_NS, name);
+    Object.keys(attrs || {}).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    if (text !== undefined) { el.textContent = text; }
+    return el;
+  }
+
+  function heatmap(spec, g, h) {
+    var m = spec.weights[g][h], q = spec.query, k = spec.key;
+    var n = Math.max(q.length, k.length);
+    var cell = Math.max(12, Math.min(32, Math.floor(420 / n)));
+    var left = Math.ceil(longest(q) * CHAR_PX) + 10;
+    var top = Math.ceil(longest(k) * CHAR_PX * 0.71) + 14;
+    var right = Math.max(4, top - 14 - Math.floor(cell / 2)); // the last column label leans right
+    var width = left + cell * k.length + right, height = top + cell * q.length + 4;
+    var showValues = cell >= 28;
+    var label = "Attention weights, " + spec.heads[h] +
+      (spec.groups.length > 1 ? ", " + spec.groups[g] : "") + "; rows are queries, columns are keys";
+    var svg = svgEl("svg", {
+      "class": "head-selector-heatmap", role: "img", "aria-label": label,
+      width: width, height: height, viewBox: "0 0 " + width + " " + height,
+      "font-size": FONT_PX, "font-family": "sans-serif",
+      "data-group": g, "data-head": h
+    });
+    q.forEach(function (t, i) {
+      svg.appendChild(svgEl("text", { "class": "head-selector-label", x: left - 6, y: top + cell * i + cell / 2,
+        "text-anchor": "end", "dominant-baseline": "central" }, t));
+    });
+    k.forEach(function (t, j) {
+      svg.appendChild(svgEl("text", { "class": "head-selector-label",
+        transform: "translate(" + (left + cell * j + cell / 2) + "," + (top - 6) + ") rotate(-45)",
+        "text-anchor": "start" }, t));
+    });
+    q.forEach(function (tq, i) {
+      k.forEach(function (tk, j) {
+        var v = m[i][j], s = v.toFixed(spec.digits);
+        var rect = svgEl("rect", { "class": "head-selector-cell", "data-q": i, "data-k": j,
+          "data-value": s, x: left + cell * j, y: top + cell * i, width: cell, height: cell,
+          fill: colour(v, spec.vmin, spec.vmax) });
+        rect.appendChild(svgEl("title", {}, tq + " \u2192 " + tk + ": " + s));
+        svg.appendChild(rect);
+        if (showValues) {
+          svg.appendChild(svgEl("text", { x: left + cell * j + cell / 2, y: top + cell * i + cell / 2,
+            "text-anchor": "middle", "dominant-baseline": "central", "font-size": 9,
+            fill: v > spec.vmin + 0.6 * (spec.vmax - spec.vmin) ? "black" : "white",
+            "pointer-events": "none" }, v.toFixed(2)));
+        }
+      });
+    });
+    return svg;
+  }
+
+  function legend(spec) {
+    var box = document.createElement("div");
+    box.className = "head-selector-legend";
+    var lo = document.createElement("span");
+    lo.textContent = String(spec.vmin);
+    var bar = document.createElement("span");
+    bar.className = "head-selector-colorbar";
+    bar.style.background = "linear-gradient(to right, " + VIRIDIS.join(", ") + ")";
+    var hi = document.createElement("span");
+    hi.textContent = String(spec.vmax);
+    box.append(lo, bar, hi);
+    return box;
+  }
+
+  function select(cls, labelText, names) {
+    var label = document.createElement("label");
+    label.textContent = labelText + " ";
+    var sel = document.createElement("select");
+    sel.className = cls;
+    names.forEach(function (name, i) {
+      var opt = document.createElement("option");
+      opt.value = String(i);
+      opt.textContent = name;
+      sel.appendChild(opt);
+    });
+    label.appendChild(sel);
+    return { label: label, select: sel };
+  }
+
+  function setup(box) {
+    if (box.getAttribute("data-hs-ready")) { return; }
+    var data = box.querySelector("script.head-selector-data");
+    if (!data) { return; }
+    var spec;
+    try {
+      spec = JSON.parse(data.textContent);
+    } catch (err) {
+      box.setAttribute("data-hs-ready", "error");
+      console.warn("head-selector: unreadable data", err);
+      return;
+    }
+    var controls = document.createElement("div");
+    controls.className = "head-selector-controls";
+    if (spec.title) {
+      var title = document.createElement("p");
+      title.className = "head-selector-title";
+      title.textContent = spec.title;
+      box.appendChild(title);
+    }
+    var group = null;
+    if (spec.groups.length > 1) {
+      group = select("head-selector-group", spec.group_label, spec.groups);
+      controls.appendChild(group.label);
+    }
+    var head = select("head-selector-head", "Head", spec.heads);
+    controls.appendChild(head.label);
+    var plot = document.createElement("div");
+    plot.className = "head-selector-plot";
+
+    function draw() {
+      var g = group ? Number(group.select.value) : 0, h = Number(head.select.value);
+      plot.replaceChildren(heatmap(spec, g, h));
+      box.setAttribute("data-group", g);
+      box.setAttribute("data-head", h);
+    }
+    head.select.addEventListener("change", draw);
+    if (group) { group.select.addEventListener("change", draw); }
+
+    var fallback = box.querySelector(".head-selector-static");
+    if (fallback) { fallback.remove(); }
+    box.append(controls, plot, legend(spec));
+    draw();
+    box.setAttribute("data-hs-ready", "true");
+  }
+
+  function setupAll() {
+    Array.prototype.forEach.call(document.querySelectorAll("div.head-selector"), setup);
+  }
+
+  window.mhaHeadSelector = { setupAll: setupAll };
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", setupAll);
+  } else {
+    setupAll();
+  }
+})();
