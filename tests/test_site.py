@@ -1,0 +1,352 @@
+"""The built site in a real browser: Playwright drives Debian's Chromium over _build/html.
+
+Everything is served from a loopback HTTP server started here; Chromium is told that no other
+host exists (--host-resolver-rules) and every request to another host is aborted and reported.
+
+* the site tests are skipped (with the reason) only when _build/html does not exist (`make test`
+  builds it first); the widget's Python tests at the end always run;
+* when Chromium is missing the browser tests are skipped on a workstation, and fail when CI=true.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+SEARCH_TERM = "softmax"           # in chapters/intro.md, the page the site test relies on
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+]
+# Elements whose URL the browser fetches while loading a page (an <a href> is only a link).
+LOADED = {"script": "src", "img": "src", "iframe": "src", "source": "src", "audio": "src",
+          "video": "src", "embed": "src", "object": "data", "link": "href"}
+
+needs_site = pytest.mark.skipif(
+    not SITE.is_dir(), reason=f"{SITE} does not exist: build the site first (`make book`)")
+
+
+def _pages() -> list[Path]:
+    """Every HTML page of the site (not the theme's assets or the copied sources)."""
+    skip = {"_static", "_sources", "_images", "mathjax"}
+    return sorted(p for p in SITE.rglob("*.html")
+                  if not skip & set(p.relative_to(SITE).parts[:-1]))
+
+
+def _rel(page: Path) -> str:
+    return page.relative_to(SITE).as_posix()
+
+
+# ---------------------------------------------------------------------------------------------
+# Static checks of the HTML files: links, anchors, external hosts, downloads
+# ---------------------------------------------------------------------------------------------
+class _Scan(HTMLParser):
+    """Collects the ids (anchors) of a page and every URL it links to or loads."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.urls: list[tuple[str, str, str]] = []    # (tag, attribute, url)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for key in ("id", "name"):
+            if a.get(key):
+                self.ids.add(a[key])
+        if tag == "a" and a.get("href") is not None:
+            self.urls.append((tag, "href", a["href"]))
+        elif tag in LOADED and a.get(LOADED[tag]):
+            self.urls.append((tag, LOADED[tag], a[LOADED[tag]]))
+        if tag in ("img", "source") and a.get("srcset"):
+            for part in a["srcset"].split(","):
+                self.urls.append((tag, "srcset", part.strip().split(" ")[0]))
+
+
+@functools.cache
+def _scan(path: Path) -> _Scan:
+    scan = _Scan()
+    scan.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return scan
+
+
+@needs_site
+def test_site_has_the_book_pages():
+    pages = {_rel(p) for p in _pages()}
+    toc = (ROOT / "_toc.yml").read_text()
+    expected = {f"{m}.html" for m in re.findall(r"(?:root|file):\s*(\S+)", toc)}
+    assert expected <= pages, f"pages in _toc.yml missing from the site: {expected - pages}"
+    assert {"search.html", "genindex.html", "index.html"} <= pages
+
+
+@needs_site
+def test_no_broken_internal_link_and_nothing_loaded_from_another_host():
+    broken, external = [], []
+    for page in _pages():
+        for tag, attr, url in _scan(page).urls:
+            parts = urlsplit(url)
+            if parts.scheme in ("mailto", "javascript", "data", "tel"):
+                continue
+            if parts.scheme or url.startswith("//"):
+                if tag != "a":
+                    external.append(f"{_rel(page)}: <{tag} {attr}={url!r}>")
+                continue
+            target = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                broken.append(f"{_rel(page)}: {url!r} (no file {target})")
+                continue
+            if parts.fragment and target.suffix == ".html":
+                if unquote(parts.fragment) not in _scan(target).ids:
+                    broken.append(f"{_rel(page)}: {url!r} (no anchor in {target.name})")
+    assert not (external or broken), (
+        "resources loaded from another host:\n" + "\n".join(external)
+        + "\nbroken internal links:\n" + "\n".join(broken))
+
+
+@needs_site
+def test_css_loads_nothing_from_another_host():
+    pattern = re.compile(r"""(?:url\(\s*['"]?|@import\s+['"])(?:https?:)?//""", re.I)
+    hits = [p.relative_to(SITE).as_posix() for p in SITE.rglob("*.css")
+            if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert not hits, f"stylesheets with external url()/@import: {hits}"
+
+
+@needs_site
+def test_every_chapter_downloads_as_ipynb():
+    chapters = sorted((SITE / "chapters").glob("*.html"))
+    assert chapters
+    for page in chapters:
+        links = [u for t, _, u in _scan(page).urls if t == "a" and u.endswith(".ipynb")]
+        assert links, f"{_rel(page)}: no .ipynb download link"
+        notebook = (page.parent / links[0]).resolve()
+        assert notebook.is_file(), f"{_rel(page)}: {links[0]} does not exist"
+        nb = json.loads(notebook.read_text(encoding="utf-8"))
+        assert nb.get("nbformat") == 4 and nb.get("cells"), f"{notebook} is not a notebook"
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser
+# ---------------------------------------------------------------------------------------------
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(exe).is_file():
+        message = ("Debian's Chromium is not installed (`make browser`, or "
+                   "`apt-get install chromium`); the browser tests need it")
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        # Playwright gives the browser a fresh temporary profile (--user-data-dir) itself.
+        chromium = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class _Watch:
+    """A browser page that records console errors, page errors, failed and foreign requests."""
+
+    def __init__(self, browser, base):
+        self.base = base
+        self.context = browser.new_context()
+        self.problems: list[str] = []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(15_000)
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
+        self.page.on("requestfailed", lambda r: self.problems.append(
+            f"request failed: {r.url} ({r.failure})"))
+        self.page.on("response", lambda r: r.status >= 400 and self.problems.append(
+            f"HTTP {r.status}: {r.url}"))
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(self.base) or url.split(":", 1)[0] in ("data", "blob", "about"):
+            route.continue_()
+        else:
+            self.problems.append(f"request to another host: {url}")
+            route.abort()
+
+    def _console(self, msg):
+        if msg.type == "error":
+            self.problems.append(f"console error: {msg.text}")
+
+    def open(self, path):
+        from playwright.sync_api import Error
+
+        self.page.goto(self.base + path, wait_until="load")
+        for attempt in range(3):  # index.html redirects (meta refresh) to the intro page
+            try:
+                self.page.wait_for_load_state("load")
+                # MathJax typesets after load; wait for it (and for the fonts it then fetches).
+                self.page.evaluate(
+                    "() => (window.MathJax && MathJax.startup && MathJax.startup.promise)"
+                    " ? MathJax.startup.promise.then(() => true) : true")
+                self.page.wait_for_load_state("networkidle")
+                return self.page
+            except Error as exc:
+                if "context was destroyed" not in str(exc) or attempt == 2:
+                    raise
+        return self.page
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def watch(browser, server):
+    w = _Watch(browser, server)
+    yield w
+    w.close()
+
+
+@needs_site
+def test_every_page_loads_cleanly_offline_and_typesets_its_math(watch):
+    with_math = []
+    for page_file in _pages():
+        rel = _rel(page_file)
+        page = watch.open(rel)
+        assert not watch.problems, f"{rel}:\n" + "\n".join(watch.problems)
+        if re.search(r'class="math[ "]', page_file.read_text(encoding="utf-8")):
+            with_math.append(rel)
+            assert page.locator("mjx-container").count() > 0, f"{rel}: math not typeset"
+            assert page.locator("mjx-merror").count() == 0, f"{rel}: a TeX error in its math"
+    assert "chapters/intro.html" in with_math, "the intro page's equation was not found"
+
+
+@needs_site
+def test_math_speech_for_screen_readers_works_offline(watch):
+    # A reader who turns on MathJax's explorer/speech makes MathJax load its speech-rule engine
+    # and English math maps: they must come from the site (the copy includes sre/mathmaps).
+    watch.context.add_init_script(
+        "localStorage.setItem('MathJax-Menu-Settings', JSON.stringify({explorer: true}))")
+    page = watch.open("chapters/intro.html")
+    page.locator("mjx-container [data-semantic-speech]").first.wait_for(state="attached")
+    assert not watch.problems, "\n".join(watch.problems)
+
+
+@needs_site
+def test_head_selector_redraws_when_another_head_is_chosen(watch):
+    pages = [p for p in _pages() if 'class="head-selector"' in p.read_text(encoding="utf-8")]
+    assert SITE / "chapters" / "intro.html" in pages
+    for page_file in pages:
+        rel = _rel(page_file)
+        page = watch.open(rel)
+        widgets = page.locator("div.head-selector")
+        for n in range(widgets.count()):
+            widget = widgets.nth(n)
+            assert widget.get_attribute("data-hs-ready") == "true", f"{rel}: widget {n} not set up"
+            assert widget.locator(".head-selector-static").count() == 0
+            cells = widget.locator("rect.head-selector-cell")
+            before = cells.evaluate_all("rs => rs.map(r => r.getAttribute('fill') + r.dataset.value)")
+            assert before, f"{rel}: widget {n} drew no cells"
+            select = widget.locator("select.head-selector-head")
+            options = select.locator("option").count()
+            assert options >= 2 or rel != "chapters/intro.html"
+            changed = False
+            for choice in range(1, options):
+                select.select_option(str(choice))
+                assert widget.get_attribute("data-head") == str(choice)
+                assert widget.locator("svg.head-selector-heatmap").get_attribute(
+                    "data-head") == str(choice)
+                after = cells.evaluate_all(
+                    "rs => rs.map(r => r.getAttribute('fill') + r.dataset.value)")
+                if after != before:
+                    changed = True
+                    break
+            if rel == "chapters/intro.html":
+                assert changed, "choosing another head did not change the intro's heatmap"
+        assert not watch.problems, f"{rel}:\n" + "\n".join(watch.problems)
+
+
+@needs_site
+def test_quiz_dropdown_reveals_its_answer_without_a_kernel(watch):
+    page = watch.open("chapters/intro.html")
+    quiz = page.locator("details.sd-dropdown").first
+    answer = quiz.locator(".sd-summary-content")
+    assert not answer.is_visible()
+    quiz.locator("summary").click()
+    answer.wait_for(state="visible")
+    assert "softmax" in answer.inner_text()
+    assert not watch.problems, "\n".join(watch.problems)
+
+
+@needs_site
+def test_search_finds_a_term(watch):
+    page = watch.open(f"search.html?q={SEARCH_TERM}")
+    hits = page.locator("#search-results ul.search li a")
+    hits.first.wait_for()
+    targets = hits.evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert any("chapters/intro.html" in t for t in targets), targets
+    assert not watch.problems, "\n".join(watch.problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# The widget's Python side (no build needed)
+# ---------------------------------------------------------------------------------------------
+def test_head_selector_markup_carries_the_weights_and_escapes_labels():
+    np = pytest.importorskip("numpy")
+    from mha_lib.widgets import head_selector_html, head_selector_markup
+
+    w = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5) / 120
+    html = head_selector_markup(w, ["a", "</script><b>", "c", "d"], list("vwxyz"),
+                                title="T & <i>", group_label="Layer")
+    data = re.search(r'<script type="application/json" class="head-selector-data">(.*?)</script>',
+                     html, re.S)
+    assert data, "the JSON data element is missing (or a label closed it early)"
+    spec = json.loads(data.group(1))
+    assert spec["heads"] == ["head 1", "head 2", "head 3"]
+    assert spec["groups"] == ["Layer 1", "Layer 2"]
+    assert spec["query"][1] == "</script><b>" and spec["key"] == list("vwxyz")
+    assert np.allclose(spec["weights"], np.round(w, 3))
+    assert "<b>" not in html.replace(data.group(0), "") and "T &amp; &lt;i&gt;" in html
+    assert html.count('class="head-selector-cell"') == 4 * 5    # the static picture: one head
+    assert head_selector_html(w[0], list("abcd"), list("vwxyz"))._repr_html_().startswith(
+        '<div class="head-selector"')
+
+
+@pytest.mark.parametrize("shape, query, key, message", [
+    ((4, 4), 4, None, "expected (heads, T_q, T_k)"),
+    ((2, 3, 4), 2, None, "query_tokens: 2 labels for an axis of length 3"),
+    ((2, 3, 4), 3, None, "query_tokens (used as keys): 3 labels for an axis of length 4"),
+    ((2, 3, 4), 3, 5, "key_tokens: 5 labels for an axis of length 4"),
+])
+def test_head_selector_explains_a_wrong_shape(shape, query, key, message):
+    np = pytest.importorskip("numpy")
+    from mha_lib.widgets import head_selector_markup
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        head_selector_markup(np.full(shape, 0.5), [f"q{i}" for i in range(query)],
+                             None if key is None else [f"k{i}" for i in range(key)])
