@@ -1,7 +1,9 @@
 """Parameter and FLOP counts of one multi-head attention layer, term by term.
 
 Convention: a matrix product (M, K) @ (K, N) costs M*N*K multiply-accumulates (MACs) and
-2*M*N*K FLOPs, which is what ``torch.utils.flop_counter.FlopCounterMode`` counts. Element-wise
+2*M*N*K FLOPs, which is what ``torch.utils.flop_counter.FlopCounterMode`` counts (on CPU in torch
+2.13 it does not see inside the fused ``scaled_dot_product_attention`` kernel, so compare with
+the explicit path, ``need_weights=True``). Element-wise
 work, which FlopCounterMode does not count, is added in :func:`flops` at one FLOP per
 operation: a bias add per projection output, the 1/sqrt(d_k) scaling per score, and 5 per
 score for the softmax (max, subtract, exp, sum, divide).

@@ -24,8 +24,9 @@ def heatmap(ax, weights, query_tokens=None, key_tokens=None, title=None, annotat
     return image
 
 
-def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=4, annotate=False, size=2.6):
-    """A grid of heatmaps, one per head, for weights shaped (h, T_q, T_k). Returns the figure."""
+def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=4, annotate=False, size=2.6,
+               vmax=1.0):
+    """A grid of heatmaps, one per head, for weights shaped (h, T_q, T_k), sharing the colour scale [0, vmax]."""
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 3:
         raise ValueError(f"weights: expected (h, T_q, T_k) per-head weights, got shape {weights.shape}.")
@@ -36,7 +37,7 @@ def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=4
                              layout="constrained")
     titles = titles or [f"head {i + 1}" for i in range(h)]
     for ax, w, title in zip(axes.flat, weights, titles):
-        heatmap(ax, w, query_tokens, key_tokens or query_tokens, title, annotate)
+        heatmap(ax, w, query_tokens, key_tokens or query_tokens, title, annotate, vmax)
     for ax in axes.flat[h:]:
         ax.axis("off")
     return fig
