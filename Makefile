@@ -68,3 +68,19 @@ $(MATHJAX_STAMP):
 ## bench-build: time a cold build, a no-change rebuild and rebuilds after touching/editing one chapter
 bench-build: $(STAMP) $(MATHJAX_STAMP)
 	$(BIN)/python bench/bench_build.py
+
+## release: the student versions exercises/mha/ from solutions/mha/ (nbgrader generate_assignment; fills gradebook.db)
+ASSIGNMENT := mha
+NBGRADER := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/nbgrader
+.PHONY: release grade
+release: $(STAMP)
+	$(NBGRADER) generate_assignment $(ASSIGNMENT) --force
+
+## grade: autograde every submitted/<student>/mha/, then feedback/<student>/ and grades.csv (a submission
+## that cannot be graded is reported and the others go on; the exit status says whether all were graded)
+grade: $(STAMP)
+	@test -f gradebook.db || $(MAKE) --no-print-directory release
+	@status=0; $(NBGRADER) autograde $(ASSIGNMENT) || status=$$?; \
+	  $(NBGRADER) generate_feedback $(ASSIGNMENT) && $(NBGRADER) export || exit 1; \
+	  [ $$status = 0 ] || echo "make grade: some submissions could not be graded (see 'There was an error processing' above); the others are graded" >&2; \
+	  exit $$status
