@@ -1,0 +1,298 @@
+"""Build submissions from the course's notebooks and grade them with the real nbgrader commands.
+
+A submission is the student version of a notebook (what ``nbgrader generate_assignment`` put in
+exercises/mha/) with its solution cells filled in: by the reference answer (the solution cell of
+solutions/mha/ without its BEGIN/END SOLUTION markers), or by a recipe's own code.
+"""
+import contextlib
+import copy
+import html
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ASSIGNMENT = "mha"
+BIN = Path(sys.executable).parent
+NOTEBOOKS = sorted(p.stem for p in (REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))
+VALIDATED = "02_split_heads"  # the notebook run through the real `nbgrader validate`
+
+
+def env() -> dict:
+    """nbgrader runs `alembic` and the kernel from PATH: put the venv first."""
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONUNBUFFERED": "1"}
+
+
+def nbgrader(course: Path, *args: str, timeout: float = 900, log: Path | None = None):
+    """Run ``nbgrader <args>`` in ``course``: the CompletedProcess (stdout and stderr merged), or,
+    with ``log``, the running Popen writing to that file (several can then run side by side)."""
+    cmd = [str(BIN / "nbgrader"), *args]
+    if log is not None:
+        with open(log, "w") as fh:
+            return subprocess.Popen(cmd, cwd=course, env=env(), stdout=fh, stderr=subprocess.STDOUT)
+    return subprocess.run(cmd, cwd=course, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=timeout)
+
+
+def make_course(dest: Path) -> Path:
+    """A fresh course directory: our config and sources, released there (which fills its gradebook)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "nbgrader_config.py", dest)
+    shutil.copytree(REPO / "solutions", dest / "solutions")
+    run = nbgrader(dest, "generate_assignment", ASSIGNMENT, "--force")
+    assert run.returncode == 0, run.stdout
+    return dest
+
+
+def read(path: Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def solution_cells(notebook: str) -> dict[str, str]:
+    """The reference answer of every solution cell, by grade_id, without the SOLUTION markers."""
+    nb = read(REPO / "solutions" / ASSIGNMENT / f"{notebook}.ipynb")
+    return {c["metadata"]["nbgrader"]["grade_id"]: "".join(
+        line for line in _lines(c) if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+        for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("solution")}
+
+
+def _lines(cell) -> list[str]:
+    src = cell["source"]
+    return src if isinstance(src, list) else src.splitlines(keepends=True)
+
+
+def grade_id(cell) -> str | None:
+    return cell["metadata"].get("nbgrader", {}).get("grade_id")
+
+
+def release(course: Path, notebook: str) -> dict:
+    return read(course / "exercises" / ASSIGNMENT / f"{notebook}.ipynb")
+
+
+def filled(course: Path, notebook: str, answers: dict[str, str] | None = None, solve: bool = True) -> dict:
+    """The student version with its solution cells filled: ``answers`` first, else the reference (if solve)."""
+    nb = copy.deepcopy(release(course, notebook))
+    reference = solution_cells(notebook)
+    answers = answers or {}
+    unknown = set(answers) - set(reference)
+    assert not unknown, f"no solution cell {unknown} in {notebook}"
+    for cell in nb["cells"]:
+        gid = grade_id(cell)
+        if gid in reference and (gid in answers or solve):
+            cell["source"] = answers.get(gid, reference[gid]).strip("\n") + "\n"
+    return nb
+
+
+def submit(course: Path, student: str, files: dict[str, dict | bytes | str]) -> None:
+    """Write a student's submitted notebooks (a notebook dict, or raw bytes/text for broken files)."""
+    folder = course / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        path = folder / f"{name}.ipynb"
+        if isinstance(content, dict):
+            path.write_text(json.dumps(content, indent=1))
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+
+
+def scores(course: Path) -> dict[str, dict[str, dict[str, float | None]]]:
+    """{student: {notebook: {grade cell: score}}} from the gradebook (None: never graded)."""
+    from nbgrader.api import Gradebook
+    out: dict = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for submission in gb.assignment_submissions(ASSIGNMENT):
+            per_nb = out.setdefault(submission.student.id, {})
+            for nb in submission.notebooks:
+                per_nb[nb.name] = {g.name: g.score if (g.auto_score is not None or g.manual_score is not None)
+                                   else None for g in nb.grades}
+                per_nb[nb.name]["needs_manual_grade"] = nb.needs_manual_grade
+    return out
+
+
+def max_scores(course: Path) -> dict[str, dict[str, float]]:
+    """{notebook: {grade cell: points}}."""
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assignment = gb.find_assignment(ASSIGNMENT)
+        return {nb.name: {c.name: c.max_score for c in nb.grade_cells} for nb in assignment.notebooks}
+
+
+def feedback_text(course: Path, student: str, notebook: str) -> str | None:
+    """The feedback HTML of one notebook as plain text, or None when there is none."""
+    path = course / "feedback" / student / ASSIGNMENT / f"{notebook}.html"
+    return html_text(path) if path.exists() else None
+
+
+def html_text(path: Path) -> str:
+    """An HTML file as plain text: styles and scripts dropped, tags dropped, entities decoded.
+
+    Runs of one repeated character (a 100 MB print) are shortened first, so this stays fast.
+    """
+    raw = re.sub(r"(.)\1{1000,}+", lambda m: m.group(1) * 10, path.read_text())
+    raw = re.sub(r"<style.*?</style>|<script.*?</script>", "", raw, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", raw))
+
+
+def hidden_test_lines(course: Path, min_len: int = 12) -> set[str]:
+    """Every line of the hidden test regions, stripped, that the student versions do not show too."""
+    public = {line.strip() for n in NOTEBOOKS for cell in release(course, n)["cells"]
+              for line in "".join(_lines(cell)).splitlines()}
+    lines = set()
+    for path in (REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"):
+        for cell in read(path)["cells"]:
+            inside = False
+            for line in "".join(_lines(cell)).splitlines():
+                if "### BEGIN HIDDEN TESTS" in line:
+                    inside = True
+                elif "### END HIDDEN TESTS" in line:
+                    inside = False
+                elif inside and len(line.strip()) >= min_len and not any(line.strip() in p for p in public):
+                    lines.add(line.strip())
+    return lines
+
+
+def mutant_notebook(course: Path, mutant) -> dict:
+    return filled(course, mutant.notebook, {mutant.cell: mutant.answer(solution_cells(mutant.notebook)[mutant.cell])})
+
+
+def visible_outcomes(nb: dict) -> dict[str, bool]:
+    """Run a student version in this process, cell after cell, as `nbgrader validate` runs it in a
+    kernel: {grade cell: passed} (a grade cell passes when it raises nothing)."""
+    namespace: dict = {"__name__": "__main__"}
+    results = {}
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile("".join(_lines(cell)), f"<cell {cell.get('id')}>", "exec"), namespace)
+            passed = True
+        except Exception:
+            passed = False
+        if cell["metadata"].get("nbgrader", {}).get("grade"):
+            results[grade_id(cell)] = passed
+    return results
+
+
+def validate_outcomes(output: str) -> dict[str, bool]:
+    """Parse one `nbgrader validate a.ipynb b.ipynb ...` run: {notebook path: passed?}.
+
+    (`nbgrader validate` exits 0 whether or not the notebook passes, so the text is what counts.)
+    """
+    results, current = {}, None
+    for line in output.splitlines():
+        m = re.search(r"Validating '(.+)'", line)
+        if m:
+            current = m.group(1)
+        elif current and "Success! Your notebook passes all the tests." in line:
+            results[current] = True
+        elif current and "VALIDATION FAILED" in line:
+            results[current] = False
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Grading the two catalogues: one `nbgrader autograde` batch each, run side by side
+# --------------------------------------------------------------------------------------------
+
+class Batch:
+    """One course directory after `autograde`, `generate_feedback` and `export`."""
+
+    def __init__(self, course: Path):
+        self.course = course
+        self.logs: dict[str, str] = {}
+        self.returncodes: dict[str, int] = {}
+        self.seconds: dict[str, float] = {}
+
+    def scores(self):
+        return scores(self.course)
+
+    def student_log(self, student: str) -> str:
+        """The part of the autograde log about one student."""
+        parts = re.split(r"(?=\[AutogradeApp \| INFO\] Creating/updating student with ID ')", self.logs["autograde"])
+        mine = [p for p in parts if p.startswith(f"[AutogradeApp | INFO] Creating/updating student with ID '{student}'")]
+        tail = [line for line in self.logs["autograde"].splitlines() if f"for student '{student}'" in line]
+        return "\n".join(mine + tail)
+
+    def feedback(self, student: str, notebook: str) -> str | None:
+        return feedback_text(self.course, student, notebook)
+
+    def grades_csv(self) -> list[dict]:
+        import csv
+        with open(self.course / "grades.csv") as fh:
+            return list(csv.DictReader(fh))
+
+
+def _run_all(base: Path, commands: dict) -> dict:
+    """Run nbgrader commands side by side: {name: (course, args)} -> {name: (returncode, log, seconds)}."""
+    import time
+    start = time.monotonic()
+    procs = {name: nbgrader(course, *args, log=base / f"{name}.log") for name, (course, args) in commands.items()}
+    out = {}
+    while len(out) < len(procs):
+        for name, proc in procs.items():
+            if name not in out and proc.poll() is not None:
+                out[name] = (proc.returncode, (base / f"{name}.log").read_text(), time.monotonic() - start)
+        assert time.monotonic() - start < 900, f"still running: {set(procs) - set(out)}"
+        time.sleep(0.2)
+    return out
+
+
+_GRADED: dict = {}
+
+
+def graded(base: Path) -> dict:
+    """Grade both catalogues once per test session (memoised): {"catalogue", "hostile": Batch, "validate": ...}.
+
+    catalogue: the reference solution, an empty submission and every mutant, in one batch;
+    hostile: every hostile submission and two honest students around them, in another;
+    validate: `nbgrader validate` (what a student runs) on the solution, the empty and every mutant.
+    The three commands run side by side (each mostly waits on its kernels).
+    """
+    if _GRADED:
+        return _GRADED
+    from .hostile import HOSTILE
+    from .mutants import MUTANTS
+
+    first = make_course(base / "catalogue")
+    shutil.copytree(first, base / "hostile")
+    catalogue, hostile = Batch(first), Batch(base / "hostile")
+
+    submit(first, "s_solution", {n: filled(first, n) for n in NOTEBOOKS})
+    submit(first, "s_empty", {n: filled(first, n, solve=False) for n in NOTEBOOKS})
+    for m in MUTANTS:
+        submit(first, m.student, {m.notebook: mutant_notebook(first, m)})
+    # What a student runs, on one notebook solved and unsolved (visible tests of every mutant:
+    # visible_outcomes, in this process, much cheaper than a kernel per notebook).
+    to_validate = base / "validate"
+    to_validate.mkdir()
+    (to_validate / "solved.ipynb").write_text(json.dumps(filled(first, VALIDATED)))
+    (to_validate / "unsolved.ipynb").write_text(json.dumps(filled(first, VALIDATED, solve=False)))
+    for student, build in HOSTILE.items():
+        submit(hostile.course, student, build(hostile.course))
+
+    validate_files = ["solved.ipynb", "unsolved.ipynb"]
+    done = _run_all(base, {"catalogue": (first, ("autograde", ASSIGNMENT)),
+                           "hostile": (hostile.course, ("autograde", ASSIGNMENT)),
+                           "validate": (to_validate, ("validate", *validate_files))})
+    for batch, name in ((catalogue, "catalogue"), (hostile, "hostile")):
+        batch.returncodes["autograde"], batch.logs["autograde"], batch.seconds["autograde"] = done[name]
+    validate_rc, validate_log, validate_seconds = done["validate"]
+    feedback = _run_all(base, {f"{name}-feedback": (b.course, ("generate_feedback", ASSIGNMENT))
+                               for name, b in (("catalogue", catalogue), ("hostile", hostile))})
+    for name, b in (("catalogue", catalogue), ("hostile", hostile)):
+        b.returncodes["feedback"], b.logs["feedback"], b.seconds["feedback"] = feedback[f"{name}-feedback"]
+        run = nbgrader(b.course, "export")
+        b.returncodes["export"], b.logs["export"] = run.returncode, run.stdout
+    outcomes = {Path(path).stem: passed for path, passed in validate_outcomes(validate_log).items()}
+    _GRADED.update(catalogue=catalogue, hostile=hostile,
+                   validate={"returncode": validate_rc, "log": validate_log, "seconds": validate_seconds,
+                             "passed": outcomes})
+    return _GRADED
