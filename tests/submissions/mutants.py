@@ -6,7 +6,7 @@ grade cell of that notebook must lose (the others keep full marks), ``says`` a p
 feedback must contain (the mistake named in plain words), ``visible`` whether the visible tests
 alone let it through (most do: that is why the grade rests on hidden tests).
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,6 @@ class Mutant:
     visible: bool
     edit: tuple = ()
     code: str = ""
-    note: str = field(default="", compare=False)
 
     def answer(self, reference: str) -> str:
         if self.code:
