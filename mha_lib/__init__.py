@@ -5,9 +5,18 @@
 * :class:`mha_lib.MultiHeadAttention` — a drop-in for ``torch.nn.MultiheadAttention``;
 * :mod:`mha_lib.counting` — parameters and FLOPs term by term;
 * :mod:`mha_lib.plotting` — attention heatmaps (matplotlib, imported on demand).
+
+torch is imported only when ``MultiHeadAttention`` is first used, so NumPy-only work (the
+exercise notebooks, the reference) starts in a fraction of a second.
 """
 from . import counting, reference
-from .module import MultiHeadAttention
 
 __version__ = "0.1.0"
 __all__ = ["MultiHeadAttention", "counting", "reference", "__version__"]
+
+
+def __getattr__(name: str):
+    if name == "MultiHeadAttention":
+        from .module import MultiHeadAttention
+        return MultiHeadAttention
+    raise AttributeError(f"module 'mha_lib' has no attribute {name!r}")
