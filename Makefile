@@ -32,9 +32,10 @@ browser:
 serve:
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html 8000
 
-## bench: the benchmark scripts (figures, not tests)
+## bench: the benchmark scripts (figures, not tests): mha_lib vs torch, then grading cost; see also bench-build
 bench: $(STAMP)
 	$(BIN)/python bench/bench_mha.py
+	$(BIN)/python bench/bench_grading.py
 
 ## lock: regenerate requirements.txt from requirements.in in a scratch venv
 lock:
