@@ -105,6 +105,12 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def softmax_jacobian(scores: np.ndarray) -> np.ndarray:
+    """d softmax(s) / d s for every row of scores (..., S): diag(p) - p p^T, shaped (..., S, S)."""
+    p = softmax(scores, axis=-1)[..., :, None]           # (..., S, 1)
+    return p * np.eye(p.shape[-2]) - p * np.swapaxes(p, -1, -2)  # (..., S, S)
+
+
 def causal_mask(q_len: int, k_len: int | None = None) -> np.ndarray:
     """Boolean (T_q, T_k) mask, True on and below the diagonal: query i sees keys 0..i."""
     return np.tril(np.ones((q_len, k_len or q_len), dtype=bool))

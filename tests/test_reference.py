@@ -42,6 +42,13 @@ def test_softmax_is_stable_and_normalised():
     assert_allclose(w, [[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]], **TOL)
 
 
+def test_softmax_jacobian_matches_autograd(rng):
+    scores = rng.normal(size=(3, 5))
+    for row, jac in zip(scores, R.softmax_jacobian(scores)):
+        expected = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), torch.from_numpy(row))
+        assert_allclose(jac, expected.numpy(), **TOL)
+
+
 def test_sdpa_matches_torch_with_both_mask_forms(rng):
     q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 6, 4)), rng.normal(size=(2, 6, 5))
     allowed = rng.random((3, 6)) < 0.6
