@@ -1,0 +1,195 @@
+"""Calling a student's function on one case, and carrying values as plain data.
+
+This module is the only piece of the checks that runs next to student code: in the student's own
+kernel (visible tests) and inside the grader's sandbox (hidden tests), where it is copied alone.
+It therefore imports nothing from the course, only NumPy (and torch when a case needs it), and
+what it returns is plain data: arrays, numbers, strings, lists and dicts, never objects that
+could run code on the side that reads them.
+
+A value on the wire (``encode``/``decode``) is JSON with tagged objects:
+``{"$array": {"dtype", "shape", "data" (base64 of the little-endian bytes)}}``,
+``{"$tensor": <array>}`` (a torch tensor), ``{"$tuple": [...]}``, ``{"$mha": {...}}`` (the
+weights of a ``torch.nn.MultiheadAttention``, built on the student's side), ``{"$other": type}``.
+"""
+import base64
+import sys
+import traceback
+
+import numpy as np
+
+MAX_ELEMENTS = 1_000_000  # a result larger than this is not carried back
+DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
+READY_MADE = "calling the mha module itself (torch.nn.MultiheadAttention's forward)"
+
+
+class ReadyMade(Exception):
+    """Raised by the stand-in module's forward: the student's code called torch's own answer."""
+
+
+def encode_array(a: np.ndarray) -> dict:
+    a = np.ascontiguousarray(a)
+    if a.dtype.name not in DTYPES:
+        a = a.astype(np.float64)
+    data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+    return {"$array": {"dtype": a.dtype.name, "shape": list(a.shape), "data": base64.b64encode(data).decode()}}
+
+
+def decode_array(spec: dict) -> np.ndarray:
+    """The array of ``{"$array": ...}``; raises ValueError on anything malformed."""
+    dtype, shape = spec["dtype"], [int(n) for n in spec["shape"]]
+    if dtype not in DTYPES or any(n < 0 for n in shape) or int(np.prod(shape)) > MAX_ELEMENTS:
+        raise ValueError(f"unacceptable array: dtype {dtype!r}, shape {shape}")
+    raw = base64.b64decode(spec["data"], validate=True)
+    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape).astype(dtype)
+
+
+def encode(value, depth: int = 0):
+    """A returned value as plain data (tensors detached, sequences kept as lists or tuples)."""
+    if depth > 4:
+        return {"$other": "a value nested too deep"}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value[:200] if isinstance(value, str) else value
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        return {"$tensor": _encode_numeric(value.detach().cpu().numpy(), type(value).__name__)}
+    if isinstance(value, np.ndarray | np.generic):
+        return _encode_numeric(np.asarray(value), type(value).__name__)
+    if isinstance(value, tuple | list) and len(value) <= 64:
+        items = [encode(v, depth + 1) for v in value]
+        return {"$tuple": items} if isinstance(value, tuple) else items
+    return {"$other": type(value).__name__}
+
+
+def _encode_numeric(a: np.ndarray, name: str):
+    if a.size > MAX_ELEMENTS:
+        return {"$other": f"an array of {a.size} elements (more than {MAX_ELEMENTS})"}
+    if a.dtype.name not in DTYPES:
+        return {"$other": f"{name} of dtype {a.dtype}"}
+    return encode_array(a)
+
+
+def decode(value):
+    """The inverse of :func:`encode` for the trusted side: arrays stay NumPy (a tensor is marked)."""
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$array" in value:
+        return decode_array(value["$array"])
+    if "$tensor" in value:
+        return Tensor(decode(value["$tensor"]))
+    if "$tuple" in value:
+        return tuple(decode(v) for v in value["$tuple"])
+    if "$other" in value:
+        return Other(str(value["$other"]))
+    raise ValueError(f"unknown value {sorted(value)[:3]}")
+
+
+class Tensor(np.ndarray):
+    """A decoded torch tensor: a NumPy array that remembers it came from torch."""
+
+    def __new__(cls, a):
+        return np.asarray(a).view(cls)
+
+
+class Other(str):
+    """A decoded value that was neither an array nor a number (its type's name)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Building the arguments of a case on the student's side
+# --------------------------------------------------------------------------------------------
+
+def build_argument(spec):
+    """A case's argument as the student's function receives it (fresh copies every call)."""
+    if isinstance(spec, list):
+        return [build_argument(s) for s in spec]
+    if isinstance(spec, dict):
+        if "$array" in spec:
+            return decode_array(spec["$array"]).copy()
+        if "$tensor" in spec:
+            import torch
+            return torch.from_numpy(build_argument(spec["$tensor"]))
+        if "$mha" in spec:
+            return guarded_mha(spec["$mha"])
+        raise ValueError(f"unknown argument {sorted(spec)[:3]}")
+    return spec
+
+
+def guarded_mha(spec: dict):
+    """A real torch.nn.MultiheadAttention (batch_first) with the case's weights, whose own
+    forward raises :class:`ReadyMade`: the student must compute attention from its weights."""
+    import torch
+
+    class MultiheadAttention(torch.nn.MultiheadAttention):
+        def forward(self, *args, **kwargs):
+            raise ReadyMade(READY_MADE)
+
+    weights = {k: torch.from_numpy(decode_array(v["$array"]).copy()) for k, v in spec["weights"].items()}
+    dtype = weights["in_proj_weight"].dtype
+    mha = MultiheadAttention(spec["embed_dim"], spec["num_heads"], batch_first=True, dtype=dtype)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(weights["in_proj_weight"])
+        mha.in_proj_bias.copy_(weights["in_proj_bias"])
+        mha.out_proj.weight.copy_(weights["out_proj_weight"])
+        mha.out_proj.bias.copy_(weights["out_proj_bias"])
+    return mha.eval()
+
+
+def _snapshot(value):
+    """What an argument holds now, to detect a change made in place."""
+    if hasattr(value, "state_dict"):
+        return {k: v.detach().clone() for k, v in value.state_dict().items()}
+    if isinstance(value, list):
+        return [_snapshot(v) for v in value]
+    if hasattr(value, "detach"):
+        return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return None
+
+
+def _same(before, after) -> bool:
+    if isinstance(before, dict):
+        return all(_same(v, after.state_dict()[k]) for k, v in before.items())
+    if isinstance(before, list):
+        return len(before) == len(after) and all(_same(b, a) for b, a in zip(before, after))
+    if before is None:
+        return True
+    a, b = np.asarray(before.detach() if hasattr(before, "detach") else before), \
+        np.asarray(after.detach() if hasattr(after, "detach") else after)
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+
+
+def call(fn, names: list[str], specs: list) -> dict:
+    """Call ``fn`` on the arguments described by ``specs`` (named ``names``); the outcome as plain data.
+
+    ``{"result": <encoded>}`` or ``{"error": {"type", "message", "line"}}``, plus ``"mutated"``:
+    the names of the arguments the call changed in place, and ``"ready_made"`` when the call
+    reached torch's own forward of the module it was given.
+    """
+    args = [build_argument(s) for s in specs]
+    before = [_snapshot(a) for a in args]
+    outcome: dict = {"mutated": []}
+    try:
+        outcome["result"] = encode(fn(*args))
+    except ReadyMade:
+        outcome["ready_made"] = READY_MADE
+    except Exception as err:  # the student's error is data too
+        outcome["error"] = describe_error(err)
+    outcome["mutated"] = [n for n, b, a in zip(names, before, args) if not _same(b, a)]
+    return outcome
+
+
+def describe_error(err: BaseException) -> dict:
+    """Type, message and the line of the student's code (a notebook cell) where it was raised."""
+    line = None
+    for frame, lineno in traceback.walk_tb(err.__traceback__):
+        if frame.f_code.co_filename.startswith(("<cell", "<ipython-input")) or "ipykernel_" in frame.f_code.co_filename:
+            line = lineno
+    if isinstance(err, SyntaxError):
+        line = err.lineno
+    return {"type": type(err).__name__, "message": str(err)[:500], "line": line}
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick look: python -m mha_checks.calling
+    print(call(lambda x: x * 2, ["x"], [encode_array(np.arange(3.0))]), file=sys.stderr)
