@@ -174,7 +174,7 @@ def call(fn, names: list[str], specs: list) -> dict:
         outcome["result"] = encode(fn(*args))
     except ReadyMade:
         outcome["ready_made"] = READY_MADE
-    except Exception as err:  # the student's error is data too
+    except BaseException as err:  # noqa: BLE001 - the student's error (even SystemExit) is data too
         outcome["error"] = describe_error(err)
     outcome["mutated"] = [n for n, b, a in zip(names, before, args) if not _same(b, a)]
     return outcome

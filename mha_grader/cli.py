@@ -1,0 +1,69 @@
+"""`python -m mha_grader`: create the course secret, check the sandbox, grade the class.
+
+    python -m mha_grader secret [--force]
+    python -m mha_grader probe
+    python -m mha_grader grade [--student ID ...] [--notebook NAME ...] [--force]
+                               [--workers W] [--scheduler tcp://HOST:8786] [--db-url URL]
+                               [--unsafe-no-sandbox]
+"""
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from . import run, sandbox, secret
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "secret":
+        try:
+            print(f"Created the course secret {secret.create(args.force)} (keep it; never commit it).")
+        except FileExistsError as err:
+            print(err, file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "probe":
+        problems = isolation_problems(Path(args.course))
+        print("\n".join(problems) or "The sandbox isolates student code on this machine.")
+        return 1 if problems else 0
+    return run.grade(args)
+
+
+def isolation_problems(course: Path) -> list[str]:
+    """What the sandbox fails to hide or protect here (empty: grading may start)."""
+    course = course.resolve()
+    canaries = []
+    for folder in (course, Path.home()):
+        fd, name = tempfile.mkstemp(prefix=".sandbox-canary-", dir=folder)
+        os.close(fd)
+        canaries.append(name)
+    private = [str(course / p) for p in ("solutions", "submitted", "nbgrader_config.py", "gradebook.db")]
+    try:
+        return sandbox.probe(private + canaries + [str(secret.path())], sandbox.python_prefixes() + ["/usr"])
+    finally:
+        for name in canaries:
+            os.unlink(name)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m mha_grader", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--course", default=".", help="the course folder (default: here)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    make = sub.add_parser("secret", help="create the course secret the hidden inputs are drawn from")
+    make.add_argument("--force", action="store_true", help="replace an existing secret (hidden inputs change)")
+    sub.add_parser("probe", help="check that the sandbox isolates student code on this machine")
+    grade = sub.add_parser("grade", help="grade every submission that is new or changed")
+    grade.add_argument("--assignment", default="mha")
+    grade.add_argument("--student", action="append", default=[], help="only this student (repeatable)")
+    grade.add_argument("--notebook", action="append", default=[], help="only this notebook, e.g. 02_split_heads")
+    grade.add_argument("--force", action="store_true", help="grade again even what is already graded")
+    grade.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")
+    grade.add_argument("--scheduler", default="", help="a Dask scheduler address; 'local' starts one here")
+    grade.add_argument("--db-url", default=os.environ.get("MHA_GRADER_DB_URL", ""),
+                       help="gradebook URL (default sqlite:///gradebook.db; e.g. postgresql://user@host/db)")
+    grade.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="UNSAFE: run student code with the grader's own rights (only for your own tests)")
+    return parser

@@ -1,0 +1,190 @@
+"""Grade one submitted notebook: run it in the sandbox, judge what comes back, outside it.
+
+The result is plain data (a dict), so that it can travel from any worker to the one process
+that writes the gradebook. Every grade cell of the release gets a score and a message, whatever
+the submission did: nothing here raises for a student's reason.
+"""
+import ast
+import json
+import re
+import time
+
+from mha_checks import judge as checks, policy
+
+from . import notebooks, sandbox
+
+SIGNALS = {9: "it was killed (usually: it used more memory than the limit allows)",
+           24: "it used more CPU time than the limit allows", 11: "it crashed (segmentation fault)",
+           6: "it aborted", 25: "it wrote a file larger than the limit allows"}
+
+
+def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cases: dict,
+                   limits: sandbox.Limits = sandbox.Limits(), unsafe: bool = False) -> dict:
+    """{"tests": [{"id", "points", "score", "message", "mistake"}], "notes", "status", "seconds"}.
+
+    ``cases``: {grade id: the hidden cases of that cell} (drawn from the secret by the caller, so
+    that a worker needs no secret); ``reason``: why ``nb`` is None (not handed in, not JSON, ...).
+    """
+    start = time.monotonic()
+    if nb is None:
+        label = None if reason == "was not handed in" else "unreadable notebook"
+        tests = [_result(g, False, f"Not graded: the file {release.name}.ipynb {reason}.", label)
+                 for g in release.grade_cells]
+        return {"tests": tests, "notes": [reason], "status": "unreadable", "seconds": 0.0}
+    prog = notebooks.program(release, nb)
+    blocked = _policy(prog.cells)
+    runnable = [g for g in release.grade_cells if not _blocked_for(g.id, cases, blocked, prog)]
+    job = {"torch": any('"$tensor"' in json.dumps(c.specs()) or '"$mha"' in json.dumps(c.specs())
+                        for g in runnable for c in cases[g.id]),
+           "cells": prog.cells,
+           "tests": [{"id": g.id, "cases": [{"function": c.function, "names": list(c.names), "specs": c.specs()}
+                                            for c in cases[g.id]]} for g in runnable]}
+    report = sandbox.run(job, limits, unsafe) if job["tests"] else sandbox.Report(returncode=0)
+    events = _by_test(report.records)
+    status = "graded"
+    if job["tests"] and not report.records:
+        status = "infra"  # the sandbox itself failed: retried, never recorded as the student's zero
+    tests = []
+    for g in release.grade_cells:
+        verdict = _blocked_for(g.id, cases, blocked, prog) or _judge_test(g, cases[g.id], events.get(g.id, {}), prog,
+                                                                           report, limits)
+        tests.append(_result(g, *verdict))
+    notes = prog.notes + ([f"sandbox: {report.stderr.strip()[:500]}"] if status == "infra" else [])
+    return {"tests": tests, "notes": notes, "status": status, "seconds": round(time.monotonic() - start, 3)}
+
+
+def _result(g: notebooks.GradeCell, passed: bool, message: str, mistake: str | None) -> dict:
+    return {"id": g.id, "points": g.points, "score": g.points if passed else 0.0,
+            "message": message, "mistake": None if passed else mistake}
+
+
+# --- the static rule: no ready-made answer, checked on the source, outside the sandbox -------
+
+def _policy(cells: list[dict]) -> dict[str, list[str]]:
+    """{function name or "": violations} for the student's cells ("" = at the top level of a cell)."""
+    found: dict[str, list[str]] = {}
+    for cell in cells:
+        code = cell["source"]
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            continue  # reported as the cell's own error by the sandbox
+        for node in tree.body:
+            segment = ast.get_source_segment(code, node) or ""
+            name = node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else ""
+            for v in policy.violations(segment):
+                found.setdefault(name, []).append(_shift_line(str(v), node.lineno - 1, cell["label"]))
+    return found
+
+
+def _shift_line(message: str, offset: int, label: str) -> str:
+    return re.sub(r"\b[Ll]ine (\d+)", lambda m: f"line {int(m.group(1)) + offset} of the cell {label!r}", message,
+                  count=1)
+
+
+def _reaches(function: str, cells: list[dict]) -> set[str]:
+    """The top-level functions and classes ``function`` may call, itself included (by name)."""
+    calls: dict[str, set[str]] = {}
+    for cell in cells:
+        try:
+            tree = ast.parse(cell["source"])
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                calls[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    seen, todo = set(), [function]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += calls.get(name, set()) & set(calls)
+    return seen
+
+
+def _blocked_for(gid: str, cases: dict, blocked: dict, prog: notebooks.Program):
+    functions = {c.function for c in cases[gid]}
+    reached = set().union(*(_reaches(f, prog.cells) for f in functions)) | {""}
+    hits = [v for name in sorted(reached) for v in blocked.get(name, [])]
+    if not hits:
+        return None
+    return (False, "Not run: this code may not be graded as it stands. " + " ".join(hits[:3])
+            + " Write the computation yourself with public NumPy/torch operations.", "ready-made or forbidden code")
+
+
+# --- what came back from the sandbox ----------------------------------------------------------
+
+def _by_test(records: list) -> dict:
+    events: dict = {}
+    for r in records:
+        test = r.get("test")
+        if not isinstance(test, str):
+            continue
+        slot = events.setdefault(test, {"cases": {}, "cells": [], "status": None})
+        if "case" in r and isinstance(r.get("outcome"), dict) and isinstance(r["case"], int):
+            slot["cases"].setdefault(r["case"], r["outcome"])
+        elif isinstance(r.get("cells"), list) and not slot["cells"]:
+            slot["cells"] = [c for c in r["cells"] if isinstance(c, dict)]
+        elif "status" in r and slot["status"] is None:
+            slot["status"] = (str(r["status"]), r.get("detail"))
+    return events
+
+
+def _judge_test(g, cases: list, events: dict, prog, report, limits) -> tuple[bool, str, str | None]:
+    if not cases:  # a course error, never a free point
+        return False, "The grader has no hidden cases for this test; your instructor will grade it.", "no cases"
+    for i, case in enumerate(cases):
+        outcome = events.get("cases", {}).get(i)
+        if outcome is None:
+            return False, _no_outcome(events, report, limits), _no_outcome_label(events)
+        if "missing" in outcome:
+            return False, _missing(str(outcome["missing"]), events.get("cells", []), prog), "function not defined"
+        try:
+            verdict = checks.judge(case, outcome)
+        except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
+            return False, f"The grader could not judge this result ({type(err).__name__}); your instructor " \
+                          "will look at it.", "judge error"
+        if not verdict.passed:
+            return False, verdict.message, verdict.mistake
+    return True, "", None
+
+
+def _no_outcome(events: dict, report, limits) -> str:
+    status, detail = events.get("status") or (None, None)
+    if status == "timeout":
+        return (f"This test was stopped after {detail} s: your code took too long (an endless loop, "
+                "or waiting for something that never comes?).")
+    if status == "budget":
+        return (f"Not run: the notebook's earlier tests used up its whole time budget ({detail} s), "
+                "so this one had no time left.")
+    if status == "signal":
+        return f"This test's process stopped before it finished: {SIGNALS.get(detail, f'signal {detail}')}."
+    if status == "exit":
+        return (f"Your code ended this test's process (exit status {detail}: os._exit or similar) "
+                "before the test finished.")
+    if report.timed_out:
+        return "The notebook's time ran out before this test finished."
+    return "Your code ended this test before it returned a result."
+
+
+def _no_outcome_label(events: dict) -> str:
+    status = (events.get("status") or ("no result",))[0]
+    return {"timeout": "timeout", "budget": "notebook time budget", "signal": "crash", "exit": "process ended"}.get(
+        status, "no result")
+
+
+def _missing(function: str, failures: list, prog) -> str:
+    for failure in failures:
+        line = f" on line {failure['line']}" if failure.get("line") else ""
+        if failure.get("type") in {"SyntaxError", "IndentationError", "TabError"}:
+            return (f"The cell {failure.get('label')!r} does not compile: {failure.get('type')}{line} "
+                    f"({failure.get('message')}), so {function} is not defined. Fix that line, then restart "
+                    "and run all cells.")
+    for failure in failures:
+        line = f" on line {failure['line']}" if failure.get("line") else ""
+        return (f"The cell {failure.get('label')!r} raised {failure.get('type')}{line} ({failure.get('message')}) "
+                f"before {function} was defined.")
+    if prog.missing:
+        return (f"{function} is not defined: the notebook has no answer cell for it (was the cell deleted?). "
+                "Write it in the cell under the exercise's prompt.")
+    return f"{function} is not defined: write it in the answer cell (a function named exactly {function})."

@@ -1,0 +1,160 @@
+"""Submissions read as data: which cells of a student's notebook the grader runs, and why.
+
+Nothing the student hands in is executed or followed here: a submission is a regular file (not
+a link) of bounded size, parsed as JSON. The student's cells are matched to the release's by
+nbgrader grade id; where the metadata was stripped or edited, a solution cell is recognised by
+the function it defines. Grade (test) cells are never run: the hidden tests are the grader's.
+"""
+import ast
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class GradeCell:
+    id: str
+    points: float
+    docstring: str  # what the test checks, in the release's words
+
+
+@dataclass
+class Release:
+    """One notebook of the student version (exercises/<assignment>/<name>.ipynb)."""
+    name: str
+    cells: list
+    grade_cells: list = field(default_factory=list)
+    setup: list = field(default_factory=list)      # read-only code cells, by release source
+    solutions: dict = field(default_factory=dict)  # solution grade id -> names of the functions it defines
+
+
+@dataclass
+class Program:
+    """What runs in the sandbox for one submitted notebook."""
+    cells: list = field(default_factory=list)      # {"label", "source"}
+    notes: list = field(default_factory=list)      # what the instructor (and student) should know
+    missing: list = field(default_factory=list)    # solution cells not found
+
+
+def source(cell: dict) -> str:
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        src = "".join(s for s in src if isinstance(s, str))
+    return src if isinstance(src, str) else ""
+
+
+def nbgrader_meta(cell: dict) -> dict:
+    meta = cell.get("metadata")
+    meta = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str) else {}
+
+
+def defined_functions(code: str) -> list[str]:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def docstring(code: str) -> str:
+    try:
+        return (ast.get_docstring(ast.parse(code)) or "").strip()
+    except (SyntaxError, ValueError):
+        return ""
+
+
+def load_release(folder: Path) -> dict[str, Release]:
+    releases = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        release = Release(path.stem, nb["cells"])
+        for cell in nb["cells"]:
+            meta = nbgrader_meta(cell)
+            if cell.get("cell_type") != "code" or not meta:
+                continue
+            if meta.get("grade"):
+                release.grade_cells.append(GradeCell(meta["grade_id"], float(meta["points"]), docstring(source(cell))))
+            elif meta.get("solution"):
+                release.solutions[meta["grade_id"]] = defined_functions(source(cell))
+            elif meta.get("locked"):
+                release.setup.append({"label": meta["grade_id"], "source": source(cell)})
+        releases[path.stem] = release
+    return releases
+
+
+def read_submission(path: Path) -> tuple[dict | None, str, str]:
+    """(notebook, sha256 of its bytes, "") or (None, sha256 or "", why it cannot be read)."""
+    try:
+        info = os.lstat(path)
+    except OSError as err:
+        return None, "", f"cannot be read ({err.strerror})"
+    if not stat.S_ISREG(info.st_mode):
+        return None, "", "is not a regular file (a link or a folder), so it is not read"
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        return None, "", f"is {info.st_size} bytes, more than the {MAX_NOTEBOOK_BYTES} a notebook may have"
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        nb = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, digest, "is not a notebook (its file is not valid JSON)"
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None, digest, "is not a notebook (it has no list of cells)"
+    nb["cells"] = [c for c in nb["cells"] if isinstance(c, dict)]
+    return nb, digest, ""
+
+
+def definitions_only(code: str) -> str:
+    """From a free cell, the top-level imports, functions, classes and plain assignments (a
+    helper the student wrote there); demos, prints and experiments are not run."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return ""
+    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    nodes = [n for n in tree.body if isinstance(n, keep) or (
+        isinstance(n, ast.Assign | ast.AnnAssign) and all(isinstance(t, ast.Name) for t in
+                                                          (n.targets if isinstance(n, ast.Assign) else [n.target])))]
+    return "\n".join(ast.get_source_segment(code, n) or "" for n in nodes)
+
+
+def program(release: Release, nb: dict) -> Program:
+    """The cells to run for ``nb``: the release's read-only cells, then the student's solution
+    cells (whole) and the definitions of their other code cells, in the student's order."""
+    prog = Program(cells=[dict(c) for c in release.setup])
+    locked = {c["label"] for c in release.setup} | {g.id for g in release.grade_cells}
+    found: dict[str, int] = {}
+    student = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell.get("cell_type") != "code":
+            continue
+        meta, code = nbgrader_meta(cell), source(cell)
+        gid = meta.get("grade_id")
+        if gid in locked:
+            continue
+        if gid in release.solutions and gid not in found:
+            found[gid] = i
+            student.append({"label": gid, "source": code})
+            continue
+        if gid in release.solutions:
+            prog.notes.append(f"A second cell with the id {gid!r} (cell {i + 1}) is treated as an ordinary cell.")
+        owner = next((s for s, fns in release.solutions.items() if s not in found and fns
+                      and set(fns) <= set(defined_functions(code))), None)
+        if owner:
+            found[owner] = i
+            prog.notes.append(f"Cell {i + 1} lost its nbgrader metadata; it is graded as the answer "
+                              f"{owner!r} because it defines {', '.join(release.solutions[owner])}.")
+            student.append({"label": owner, "source": code})
+        elif definitions := definitions_only(code):
+            student.append({"label": f"cell {i + 1}", "source": definitions})
+    prog.missing = [s for s in release.solutions if s not in found]
+    prog.cells += student
+    return prog

@@ -1,0 +1,119 @@
+"""One grading run: plan the jobs, run them on W workers (threads here, or Dask), record each
+result as it arrives, then print the summary and write the class's tables."""
+import concurrent.futures as cf
+import sys
+import time
+from pathlib import Path
+
+from mha_checks.hidden import hidden_cases
+
+from . import course as course_mod, feedback, judging, report, sandbox
+from . import secret as course_secret
+from .gradebook import GradebookWriter
+
+RETRIES = 2
+
+
+class InfraError(RuntimeError):
+    """The sandbox itself failed (not the student's code): the job is tried again."""
+
+
+def grade(args) -> int:
+    try:
+        key = course_secret.load()
+    except course_secret.NoSecret as err:
+        print(err, file=sys.stderr)
+        return 2
+    root = Path(args.course)
+    if args.unsafe_no_sandbox:
+        print("WARNING: --unsafe-no-sandbox: student code runs with YOUR rights, can read the solutions, the "
+              "secret and the gradebook, and can change them. Never use it on real submissions.", file=sys.stderr)
+    else:
+        from .cli import isolation_problems
+        problems = isolation_problems(root)
+        if problems:
+            print("Refusing to grade: the sandbox does not isolate student code on this machine:\n  "
+                  + "\n  ".join(problems) + "\n(See the README's instructor section; --unsafe-no-sandbox "
+                  "exists for testing your own notebooks only.)", file=sys.stderr)
+            return 3
+    course = course_mod.Course(root, args.assignment, args.db_url)
+    plan, notes = _plan(course, key, args)
+    writer = GradebookWriter(course.db_url, course.assignment)
+    results, failed = [], []
+    progress = report.Progress(len(plan))
+    try:
+        for job, result in _execute(plan, args, course, key):
+            if result is None:
+                failed.append(job)
+            else:
+                _record(course, writer, job, result)
+                results.append((job, result))
+            progress.step()
+    finally:
+        writer.close()
+        progress.done()
+    report.summary(course, results, failed, notes)
+    return 1 if failed else 0
+
+
+def _plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
+    """The (student, notebook) jobs still to grade: new, changed, or all with --force."""
+    fingerprint = course_secret.fingerprint(key)
+    students, notes = course.students()
+    students = [s for s in students if not args.student or s in args.student]
+    notes += [f"{s}: no submission folder" for s in args.student if s not in students]
+    plan = []
+    for student in students:
+        files, extra = course.submission(student)
+        notes += [f"{student}: {n}" for n in extra]
+        stamps = course.stamps(student)
+        for name, path in files.items():
+            if args.notebook and name not in args.notebook:
+                continue
+            nb, digest, reason = course_mod.notebooks.read_submission(path) if path else (None, "", "was not handed in")
+            job_key = course.key(digest or reason, fingerprint)
+            if stamps.get(name) == job_key and not args.force:
+                continue
+            plan.append({"student": student, "notebook": name, "nb": nb, "reason": reason, "key": job_key,
+                         "cases": {g.id: hidden_cases(g.id, course_secret.rng(key, course.assignment, name, g.id))
+                                   for g in course.releases[name].grade_cells}})
+    return plan, notes
+
+
+def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
+    """One notebook, on any worker. Raises InfraError when the sandbox failed (Dask retries it)."""
+    result = judging.grade_notebook(release, job["nb"], job["reason"], job["cases"], limits, unsafe)
+    if result["status"] == "infra":
+        raise InfraError("; ".join(result["notes"]) or "the sandbox returned nothing")
+    return result
+
+
+def _execute(plan: list[dict], args, course, key):
+    """Yield (job, result or None) as jobs finish; infrastructure failures are retried."""
+    limits, unsafe = sandbox.Limits(), args.unsafe_no_sandbox
+    if args.scheduler:
+        from . import cluster
+        yield from cluster.execute(plan, course, args, limits, RETRIES)
+        return
+    with cf.ThreadPoolExecutor(max(1, args.workers)) as pool:
+        def attempt(job):
+            for tries in range(RETRIES + 1):
+                try:
+                    return grade_job(course.releases[job["notebook"]], job, limits, unsafe)
+                except InfraError as err:
+                    job["error"] = str(err)
+                    time.sleep(0.5 * (tries + 1))
+            return None
+        futures = {pool.submit(attempt, job): job for job in plan}
+        for future in cf.as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _record(course, writer, job: dict, result: dict) -> None:
+    """Gradebook first, then feedback, then the stamp that marks the notebook graded."""
+    student, name = job["student"], job["notebook"]
+    writer.record(student, name, result["tests"])
+    report.save(course, student, name, result)
+    feedback.write(course.folder("feedback", student), course.folder("autograded", student),
+                   course.releases[name], job["nb"], result, student, course.root / ".cache" / "site-extra" / "mathjax")
+    course.stamp(student, name, job["key"])

@@ -1,0 +1,201 @@
+"""Run one grading job in a sandbox and read back what it reports, as plain data.
+
+The sandbox (enter.sh under ``unshare``): fresh mount, PID, network, IPC and UTS namespaces; a
+file system holding only the Python installation and the job folder, read-only, and a 64 MB
+/tmp; an unprivileged user of its own (a distinct uid per concurrent job, so that one job's
+process limit cannot starve another), no capabilities, no new privileges; limits on address
+space, processes and file size. The network namespace has only a loopback device, down. When
+the job ends, or its time is up, its PID namespace goes and with it every process it started.
+
+Run as root, the student's code runs as uid 61000+n. Run as an ordinary user, it runs in a new
+user namespace as that user (who owns nothing the sandbox can see). :func:`probe` checks all of
+this on the machine at hand before any grading.
+"""
+import fcntl
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CALLING = HERE.parent / "mha_checks" / "calling.py"
+UID_BASE, SLOTS = 61000, 256
+MAX_REPORT = 32 * 1024 * 1024  # bytes of records read back from one job
+MAX_LINE = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    test_s: float = 20.0        # wall time of one test (its cells and cases)
+    test_cpu_s: int = 20        # CPU seconds of one test
+    notebook_s: float = 60.0    # wall time of all the tests of one notebook
+    memory: int = 4 << 30       # address space of each process
+    processes: int = 64         # processes of the sandbox user
+    file_size: int = 16 << 20   # largest file it may write (in its /tmp)
+
+    def as_dict(self) -> dict:
+        return {"test_s": self.test_s, "test_cpu_s": self.test_cpu_s, "notebook_s": self.notebook_s}
+
+
+@dataclass
+class Report:
+    records: list = field(default_factory=list)  # the parsed JSON lines, in order
+    returncode: int | None = None
+    timed_out: bool = False
+    garbage: int = 0                             # lines that were not JSON objects
+    truncated: bool = False
+    seconds: float = 0.0
+    stderr: str = ""
+
+
+class SandboxUnavailable(RuntimeError):
+    """Isolation does not work on this machine; the message says what failed."""
+
+
+def python_prefixes() -> list[str]:
+    """The folders the interpreter and its packages live in (mounted read-only inside)."""
+    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
+    return sorted(p for p in paths if not p.startswith(("/usr", "/lib", "/bin")))
+
+
+def _slot():
+    """A free slot number and its lock (held while the job runs)."""
+    folder = Path(tempfile.gettempdir()) / "mha-grader-slots"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for n in range(SLOTS):
+        fh = open(folder / f"{n}.lock", "w")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return n, fh
+        except BlockingIOError:
+            fh.close()
+    raise RuntimeError(f"all {SLOTS} sandbox slots are busy")
+
+
+def command(job_dir: Path, mount_point: Path, slot: int, limits: Limits, program: list[str]) -> list[str]:
+    rootless = os.geteuid() != 0
+    uid = "keep" if rootless else str(UID_BASE + slot)
+    unshare = ["unshare", *(["--user", "--map-root-user"] if rootless else []),
+               "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc"]
+    prlimit = ["prlimit", f"--as={limits.memory}", f"--nproc={limits.processes}",
+               f"--fsize={limits.file_size}", "--core=0", "--"]
+    env = ["env", "-i", "HOME=/tmp", "TMPDIR=/tmp", "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
+           "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1",
+           "PYTHONHASHSEED=0"]
+    return [*unshare, "sh", str(HERE / "enter.sh"), str(mount_point), uid, str(job_dir),
+            *python_prefixes(), "--", *env, *prlimit, sys.executable, "-I", *program]
+
+
+def unsafe_command(job_dir: Path, program: list[str]) -> list[str]:
+    """No isolation at all (--unsafe-no-sandbox): the job folder stands in for /job."""
+    return [sys.executable, "-I", *program]
+
+
+def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py") -> Report:
+    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel."""
+    with tempfile.TemporaryDirectory(prefix="mha-job-") as tmp:
+        job_dir = Path(tmp) / "job"
+        job_dir.mkdir()
+        shutil.copy(HERE / program, job_dir / program)
+        shutil.copy(CALLING, job_dir / "calling.py")
+        job = {**job, "limits": limits.as_dict(), "job_dir": "/job" if not unsafe else str(job_dir)}
+        (job_dir / "job.json").write_text(json.dumps(job))
+        mount_point = Path(tmp) / "root"
+        mount_point.mkdir()
+        for path in (Path(tmp), job_dir, *job_dir.iterdir()):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        slot, lock = _slot()
+        try:
+            inner = [f"/job/{program}"] if not unsafe else [str(job_dir / program)]
+            cmd = unsafe_command(job_dir, inner) if unsafe else command(job_dir, mount_point, slot, limits, inner)
+            return _read(cmd, timeout=limits.notebook_s + 30, cwd=tmp)
+        finally:
+            lock.close()
+
+
+def _read(cmd: list[str], timeout: float, cwd: str) -> Report:
+    """Start ``cmd`` with a pipe as its descriptor 3; collect JSON lines until it ends or time is up."""
+    report, start = Report(), time.monotonic()
+    read_end, write_end = os.pipe()
+    errors = open(Path(cwd) / "stderr.txt", "w+b")
+    proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, start_new_session=True)
+    os.close(write_end)
+    buffer, total = b"", 0
+    os.set_blocking(read_end, False)
+    try:
+        while True:
+            left = timeout - (time.monotonic() - start)
+            if left <= 0:
+                report.timed_out = True
+                break
+            ready, _, _ = select.select([read_end], [], [], min(left, 1.0))
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_REPORT:
+                report.truncated = True
+                break
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            if len(buffer) > MAX_LINE:
+                buffer, report.truncated = b"", True
+            for line in lines:
+                _parse(line, report)
+    finally:
+        os.close(read_end)
+        if proc.poll() is None:
+            proc.kill()  # --kill-child: the namespace's first process dies with unshare, and all others with it
+        proc.wait()
+        errors.seek(0)
+        report.stderr = errors.read(4096).decode(errors="replace")
+        errors.close()
+    report.returncode = proc.returncode
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _parse(line: bytes, report: Report) -> None:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        report.garbage += 1
+        return
+    if isinstance(record, dict):
+        report.records.append(record)
+    else:
+        report.garbage += 1
+
+
+def probe(private: list[str], readonly: list[str], unsafe: bool = False) -> list[str]:
+    """Run probe.py in a sandbox: the list of what isolation fails to ensure (empty: all good).
+
+    ``private``: paths student code must not read (course, gradebook, secret, home folders);
+    ``readonly``: folders it must not write (the interpreter, the packages). A server listening
+    on the host's loopback must be unreachable from inside.
+    """
+    import socket
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        job = {"private": private, "readonly": readonly, "port": server.getsockname()[1],
+               "rootless": os.geteuid() != 0}
+        try:
+            report = run(job, Limits(notebook_s=20), unsafe=unsafe, program="probe.py")
+        except (OSError, RuntimeError) as err:
+            return [f"the sandbox could not start: {err}"]
+    checks = [r for r in report.records if "check" in r]
+    if not checks:
+        return [f"the sandbox could not start (exit status {report.returncode}): {report.stderr.strip()[:800]}"]
+    return [f"{r['check']}: failed ({r.get('detail', '')})" for r in checks if not r.get("ok")]
