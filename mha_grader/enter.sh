@@ -28,8 +28,11 @@ done
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
 mount -o remount,bind,ro "$root"
 mount -t tmpfs -o size=64m,mode=1777,nosuid,nodev tmpfs "$root/tmp"
+# This shell stays as the namespace's first process, with its own rights: when it ends (the job is
+# over, or unshare was killed and took it along), the kernel kills everything left in the namespace.
 if [ "$uid" = keep ]; then
-    exec chroot "$root" setpriv --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
+    chroot "$root" setpriv --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"
+else
+    chroot "$root" setpriv --reuid "$uid" --regid "$uid" --clear-groups --no-new-privs \
+        --inh-caps=-all --bounding-set=-all -- "$@"
 fi
-exec chroot "$root" setpriv --reuid "$uid" --regid "$uid" --clear-groups --no-new-privs \
-    --inh-caps=-all --bounding-set=-all -- "$@"

@@ -13,6 +13,7 @@ memory blow-up ends that child only. After each child, every other process of th
 is killed, so nothing the student's code started outlives its test. Nothing here decides a
 grade: the judge, outside, compares the outcomes with the reference.
 """
+import ctypes
 import json
 import os
 import resource
@@ -25,6 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calling  # noqa: E402 - copied next to this file into the job folder
 
 OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
+    JOB = json.load(_fh)
 
 
 def emit(record: dict) -> None:
@@ -83,9 +86,9 @@ def wait(pid: int, seconds: float) -> tuple[str, object]:
 def kill_the_rest() -> None:
     """Kill every other process of this user (what a test left running); this one survives.
 
-    Only as the first process of the sandbox's own PID namespace: anywhere else, kill(-1) would
-    reach every process of the user running it (the unsafe mode runs without a namespace)."""
-    if os.getpid() != 1:
+    Only in the sandbox's own PID namespace: anywhere else, kill(-1) would reach every process of
+    the user running it (the unsafe mode runs without a namespace)."""
+    if not JOB.get("own_namespace"):
         return
     try:
         os.kill(-1, signal.SIGKILL)
@@ -100,8 +103,8 @@ def kill_the_rest() -> None:
 
 
 def main() -> None:
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as fh:
-        job = json.load(fh)
+    job = JOB
+    ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a test come back here to be reaped
     if job.get("torch"):
         import torch  # noqa: F401 - imported once here, inherited by every forked test
     deadline = time.monotonic() + job["limits"]["notebook_s"]

@@ -26,7 +26,8 @@ def cannot(action) -> tuple[bool, str]:
 
 
 report("unprivileged user", os.getuid() != 0 or JOB["rootless"], f"uid {os.getuid()}")
-report("own process namespace", os.getpid() == 1, f"pid {os.getpid()}")
+pids = [p for p in os.listdir("/proc") if p.isdigit()]
+report("own process namespace", len(pids) <= 4, f"{len(pids)} processes visible")
 for path in JOB["private"]:
     ok, why = cannot(lambda p=path: os.listdir(p) if os.path.isdir(p) else open(p).read(1) or
                      (_ for _ in ()).throw(FileNotFoundError(2, "empty")))

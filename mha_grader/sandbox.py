@@ -11,11 +11,13 @@ Run as root, the student's code runs as uid 61000+n. Run as an ordinary user, it
 user namespace as that user (who owns nothing the sandbox can see). :func:`probe` checks all of
 this on the machine at hand before any grading.
 """
+import ctypes
 import fcntl
 import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -104,7 +106,7 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
         job_dir.mkdir()
         shutil.copy(HERE / program, job_dir / program)
         shutil.copy(CALLING, job_dir / "calling.py")
-        job = {**job, "limits": limits.as_dict(), "job_dir": "/job" if not unsafe else str(job_dir)}
+        job = {**job, "limits": limits.as_dict(), "own_namespace": not unsafe}
         (job_dir / "job.json").write_text(json.dumps(job))
         mount_point = Path(tmp) / "root"
         mount_point.mkdir()
@@ -125,7 +127,8 @@ def _read(cmd: list[str], timeout: float, cwd: str) -> Report:
     read_end, write_end = os.pipe()
     errors = open(Path(cwd) / "stderr.txt", "w+b")
     proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, start_new_session=True,
+                            preexec_fn=_die_with_parent)
     os.close(write_end)
     buffer, total = b"", 0
     os.set_blocking(read_end, False)
@@ -164,6 +167,11 @@ def _read(cmd: list[str], timeout: float, cwd: str) -> Report:
     report.returncode = proc.returncode
     report.seconds = time.monotonic() - start
     return report
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the grader dies (then --kill-child ends the namespace)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _parse(line: bytes, report: Report) -> None:
