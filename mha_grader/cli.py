@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--scheduler", default="", help="a Dask scheduler address; 'local' starts one here")
     grade.add_argument("--db-url", default=os.environ.get("MHA_GRADER_DB_URL", ""),
                        help="gradebook URL (default sqlite:///gradebook.db; e.g. postgresql://user@host/db)")
+    grade.add_argument("--test-seconds", type=float, default=10.0, help="wall time of one test (default 10)")
+    grade.add_argument("--notebook-seconds", type=float, default=60.0,
+                       help="wall time of all the tests of one notebook (default 60)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="UNSAFE: run student code with the grader's own rights (only for your own tests)")
     return parser

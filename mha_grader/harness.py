@@ -5,7 +5,10 @@ writes one JSON line per event to the file descriptor named by its argument:
 
   {"test": id, "case": i, "outcome": {...}}   what calling.call returned (plain data)
   {"test": id, "cells": [{"label", "type", "message", "line"}]}   cells that raised
-  {"test": id, "status": "done" | "timeout" | "signal" | "exit", "detail": ...}
+  {"test": id, "status": "done" | "timeout" | "signal" | "exit" | "budget" | "cells", "detail": ...}
+
+("cells": not run, because an earlier test timed out while the notebook's own cells were still
+running; "budget": not run, the notebook's time is spent.)
 
 Every test runs in a child forked from this process, which itself never runs student code: the
 child executes the cells in a fresh namespace, then calls the cases; a crash, a hang or a
@@ -26,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calling  # noqa: E402 - copied next to this file into the job folder
 
 OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+CELLS_DONE = "/tmp/.cells-done" if os.path.isdir("/job") else os.devnull  # a marker: the cells ran to the end
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
     JOB = json.load(_fh)
 
@@ -54,6 +58,7 @@ def child(job: dict, test: dict) -> None:
     cpu = int(job["limits"]["test_cpu_s"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     namespace, failures = run_cells(job["cells"])
+    open(CELLS_DONE, "w").close()
     if failures:
         emit({"test": test["id"], "cells": failures})
     for i, case in enumerate(test["cases"]):
@@ -108,11 +113,15 @@ def main() -> None:
     if job.get("torch"):
         import torch  # noqa: F401 - imported once here, inherited by every forked test
     deadline = time.monotonic() + job["limits"]["notebook_s"]
+    stuck = None  # the cells themselves never finished: every later test would hang the same way
     for test in job["tests"]:
         left = deadline - time.monotonic()
-        if left <= 0:
-            emit({"test": test["id"], "status": "budget", "detail": job["limits"]["notebook_s"]})
+        if stuck or left <= 0:
+            emit({"test": test["id"], "status": "cells" if stuck else "budget",
+                  "detail": stuck or job["limits"]["notebook_s"]})
             continue
+        if os.path.exists(CELLS_DONE):
+            os.unlink(CELLS_DONE)
         pid = os.fork()
         if pid == 0:
             try:
@@ -121,6 +130,8 @@ def main() -> None:
                 os._exit(0)
         status, detail = wait(pid, min(job["limits"]["test_s"], left))
         kill_the_rest()
+        if status == "timeout" and CELLS_DONE != os.devnull and not os.path.exists(CELLS_DONE):
+            stuck = detail
         emit({"test": test["id"], "status": status, "detail": detail})
 
 

@@ -30,7 +30,9 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
         label = None if reason == "was not handed in" else "unreadable notebook"
         tests = [_result(g, False, f"Not graded: the file {release.name}.ipynb {reason}.", label)
                  for g in release.grade_cells]
-        return {"tests": tests, "notes": [reason], "status": "unreadable", "seconds": 0.0}
+        missing = reason == "was not handed in"
+        return {"tests": tests, "notes": [] if missing else [f"{release.name}.ipynb {reason}"],
+                "status": "missing" if missing else "unreadable", "seconds": 0.0}
     prog = notebooks.program(release, nb)
     blocked = _policy(prog.cells)
     runnable = [g for g in release.grade_cells if not _blocked_for(g.id, cases, blocked, prog)]
@@ -154,6 +156,9 @@ def _no_outcome(events: dict, report, limits) -> str:
     if status == "timeout":
         return (f"This test was stopped after {detail} s: your code took too long (an endless loop, "
                 "or waiting for something that never comes?).")
+    if status == "cells":
+        return (f"Not run: your notebook's own cells did not finish within {detail} s in an earlier test "
+                "(an endless loop outside any function, or a very slow cell?), so this test would hang too.")
     if status == "budget":
         return (f"Not run: the notebook's earlier tests used up its whole time budget ({detail} s), "
                 "so this one had no time left.")
@@ -169,7 +174,7 @@ def _no_outcome(events: dict, report, limits) -> str:
 
 def _no_outcome_label(events: dict) -> str:
     status = (events.get("status") or ("no result",))[0]
-    return {"timeout": "timeout", "budget": "notebook time budget", "signal": "crash", "exit": "process ended"}.get(
+    return {"timeout": "timeout", "cells": "timeout", "budget": "notebook time budget", "signal": "crash", "exit": "process ended"}.get(
         status, "no result")
 
 

@@ -112,15 +112,25 @@ def read_submission(path: Path) -> tuple[dict | None, str, str]:
     return nb, digest, ""
 
 
+COURSE_PACKAGES = {"mha_lib", "mha_checks", "mha_grader"}
+
+
+def _course_import(node: ast.AST) -> bool:
+    """`import mha_checks` / `from mha_lib import ...`: the visible tests' plumbing, not an answer."""
+    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [getattr(node, "module", "") or ""]
+    return isinstance(node, ast.Import | ast.ImportFrom) and all(n.split(".")[0] in COURSE_PACKAGES for n in names)
+
+
 def definitions_only(code: str) -> str:
     """From a free cell, the top-level imports, functions, classes and plain assignments (a
-    helper the student wrote there); demos, prints and experiments are not run."""
+    helper the student wrote there); demos, prints, experiments and the course's own test
+    imports are not run."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return ""
     keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    nodes = [n for n in tree.body if isinstance(n, keep) or (
+    nodes = [n for n in tree.body if (isinstance(n, keep) and not _course_import(n)) or (
         isinstance(n, ast.Assign | ast.AnnAssign) and all(isinstance(t, ast.Name) for t in
                                                           (n.targets if isinstance(n, ast.Assign) else [n.target])))]
     return "\n".join(ast.get_source_segment(code, n) or "" for n in nodes)
@@ -131,6 +141,8 @@ def program(release: Release, nb: dict) -> Program:
     cells (whole) and the definitions of their other code cells, in the student's order."""
     prog = Program(cells=[dict(c) for c in release.setup])
     locked = {c["label"] for c in release.setup} | {g.id for g in release.grade_cells}
+    given = {source(c).strip() for c in release.cells if c.get("cell_type") == "code"
+             and not nbgrader_meta(c).get("solution")}  # the release's own code (tests, try-it cells)
     found: dict[str, int] = {}
     student = []
     for i, cell in enumerate(nb["cells"]):
@@ -138,7 +150,7 @@ def program(release: Release, nb: dict) -> Program:
             continue
         meta, code = nbgrader_meta(cell), source(cell)
         gid = meta.get("grade_id")
-        if gid in locked:
+        if gid in locked or code.strip() in given:
             continue
         if gid in release.solutions and gid not in found:
             found[gid] = i

@@ -84,7 +84,9 @@ def summary(course, results: list, failed: list, notes: list[str]) -> None:
                 if t.get("mistake"):
                     mistakes[(t["mistake"], name)].add(student)
         row["total"] = sum(v for k, v in row.items() if k in names and v != "")
-        row["flagged"] = "; ".join(sorted({n for res in per_nb.values() for n in res.get("notes", [])}))[:300]
+        missing = [n.split("_", 1)[0] for n, res in per_nb.items() if res.get("status") == "missing"]
+        flags = sorted({n for res in per_nb.values() for n in res.get("notes", [])})
+        row["flagged"] = "; ".join(flags + ([f"not handed in: {' '.join(missing)}"] if missing else []))[:300]
         rows.append(row)
     _write(course.root / "grades_by_student.csv",
            ["student", *names, *(f"{n}/{g.id}" for n, g in tests), "total", "flagged"], rows)

@@ -90,7 +90,9 @@ def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
 
 def _execute(plan: list[dict], args, course, key):
     """Yield (job, result or None) as jobs finish; infrastructure failures are retried."""
-    limits, unsafe = sandbox.Limits(), args.unsafe_no_sandbox
+    limits = sandbox.Limits(test_s=args.test_seconds, test_cpu_s=max(1, int(args.test_seconds)),
+                            notebook_s=args.notebook_seconds)
+    unsafe = args.unsafe_no_sandbox
     if args.scheduler:
         from . import cluster
         yield from cluster.execute(plan, course, args, limits, RETRIES)

@@ -34,8 +34,8 @@ MAX_LINE = 8 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Limits:
-    test_s: float = 20.0        # wall time of one test (its cells and cases)
-    test_cpu_s: int = 20        # CPU seconds of one test
+    test_s: float = 10.0        # wall time of one test (its cells and cases)
+    test_cpu_s: int = 10        # CPU seconds of one test
     notebook_s: float = 60.0    # wall time of all the tests of one notebook
     memory: int = 4 << 30       # address space of each process
     processes: int = 64         # processes of the sandbox user

@@ -1,27 +1,48 @@
 """Hostile submissions: what a student (or a broken tool) can hand in besides honest code.
 
-Each entry builds one student's files from the course's notebooks. They are graded in one batch
-with two honest students around them (first and last in nbgrader's order), and the test records
-what nbgrader 0.9.6 does with each: the score, and where the instructor reads the reason.
-Sandboxing, tamper-proofing and crash-fair partial credit are later work: where stock nbgrader
-is unfair here (a crash loses every notebook; a monkeypatch wins full marks), the test pins that
-behaviour down so the later change is made knowingly.
+Each entry builds one student's folder from the course's notebooks, and says what grading must
+give it: points per notebook (a notebook not listed was not handed in and scores 0) and a phrase
+the feedback of a notebook must contain. They are graded in one batch with two honest students
+around them; tests/test_exercises_hostile.py also checks that the course files, every other
+student's grade and the machine are left as they were.
 """
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Callable
 
 from . import kit
 from .mutants import MUTANTS
 
-S, P, M, O = "02_split_heads", "01_project", "03_merge_heads", "04_output_projection"
+P, S, M, O, A = "01_project", "02_split_heads", "03_merge_heads", "04_output_projection", "05_assembly"
+FULL = {P: 3, S: 2, M: 2, O: 3, A: 5}
 WRONG_SPLIT = next(m for m in MUTANTS if m.student == "m06_split_no_transpose")
 
 
+@dataclass(frozen=True)
+class Hostile:
+    student: str
+    build: Callable            # course -> {notebook: dict | bytes | str}
+    points: dict               # notebook -> points expected
+    says: dict = field(default_factory=dict)   # notebook -> phrase in its feedback
+    extra: Callable | None = None              # course -> None: files beside the notebooks
+
+    def submit(self, course) -> None:
+        kit.submit(course, self.student, self.build(course))
+        if self.extra:
+            self.extra(course, course / "submitted" / self.student / kit.ASSIGNMENT)
+
+
 def _wrong_split(course):
-    ref = kit.solution_cells(S)["split_heads"]
-    return kit.filled(course, S, {"split_heads": WRONG_SPLIT.answer(ref)})
+    return kit.filled(course, S, {"split_heads": WRONG_SPLIT.answer(kit.solution_cells(S)["split_heads"])})
 
 
 def _grade_cells(nb):
     return [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+
+
+def _with_answer(course, notebook, cell, code):
+    return kit.filled(course, notebook, {cell: code})
 
 
 def edited_locked_cells(course):
@@ -29,25 +50,14 @@ def edited_locked_cells(course):
     nb = _wrong_split(course)
     for cell in _grade_cells(nb):
         cell["source"] = "pass  # tests? what tests?\n"
-    setup = next(c for c in nb["cells"] if kit.grade_id(c) == "setup_02")
-    setup["source"] = "import numpy as np\nprint('edited')\n"
+    next(c for c in nb["cells"] if kit.grade_id(c) == "setup_02")["source"] = "import numpy as np\nnp = None\n"
     return {S: nb}
 
 
 def deleted_test_cells(course):
-    """A correct split_heads whose two test cells were deleted."""
     nb = kit.filled(course, S)
     nb["cells"] = [c for c in nb["cells"] if c not in _grade_cells(nb)]
     return {S: nb}
-
-
-def stripped_test_metadata(course):
-    """A correct merge_heads; its test cells lost their nbgrader metadata and say `pass`."""
-    nb = kit.filled(course, M)
-    for cell in _grade_cells(nb):
-        cell["metadata"] = {}
-        cell["source"] = "pass\n"
-    return {M: nb}
 
 
 def stripped_all_metadata(course):
@@ -58,75 +68,156 @@ def stripped_all_metadata(course):
     return {P: nb}
 
 
-def broken_schema_version(course):
-    """A correct split_heads; its test cells' nbgrader schema_version was deleted (an old or buggy tool)."""
+def broken_schema_and_extra_grade_cells(course):
+    """Correct split_heads; schema_version deleted, every test cell duplicated, and a new grade cell worth 100."""
     nb = kit.filled(course, S)
     for cell in _grade_cells(nb):
         del cell["metadata"]["nbgrader"]["schema_version"]
+    nb["cells"] += [json.loads(json.dumps(c)) for c in _grade_cells(nb)]
+    bonus = json.loads(json.dumps(_grade_cells(nb)[0]))
+    bonus["metadata"]["nbgrader"].update(grade_id="test_bonus", points=100)
+    nb["cells"].append(bonus)
     return {S: nb}
 
 
-def infinite_loop(course):
-    """A correct project notebook, then a split_heads cell that never ends."""
-    nb = kit.filled(course, S, {"split_heads": "while True:\n    pass\n"})
-    return {P: kit.filled(course, P), S: nb}
+def endless_cell(course):
+    """A correct project notebook, then a split_heads cell that never ends (and ignores interrupts)."""
+    loop = "while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass\n"
+    return {P: kit.filled(course, P), S: _with_answer(course, S, "split_heads", loop)}
 
 
-def swallowed_interrupt(course):
-    """A correct project notebook, then a merge_heads cell that ignores KeyboardInterrupt."""
-    loop = ("import time\nwhile True:\n    try:\n        time.sleep(0.1)\n"
-            "    except KeyboardInterrupt:\n        pass\n")
-    return {P: kit.filled(course, P), M: kit.filled(course, M, {"merge_heads": loop})}
+def slow_just_under_the_limit(course):
+    """Each call spins for just under the per-test limit: the notebook budget stops it."""
+    spin = ("def merge_heads(x):\n    import math\n    total = 0.0\n    for i in range(10 ** 9):\n"
+            "        total += math.sqrt(i)\n    return x\n")
+    return {M: _with_answer(course, M, "merge_heads", spin)}
 
 
-def os_exit(course):
-    """A correct project notebook, then an output projection cell that kills its own kernel."""
-    return {P: kit.filled(course, P), O: kit.filled(course, O, {"output_projection": "import os\nos._exit(0)\n"})}
+def memory_blow_up_in_one_test(course):
+    """project allocates 8 TB when given a bias: only the bias test is lost."""
+    code = ("def project(x, w, b=None):\n    if b is not None:\n        np.ones((1 << 40,))\n"
+            "        return x @ w + b\n    return x @ w\n")
+    return {P: _with_answer(course, P, "project", code)}
 
 
 def invalid_json(course):
-    """A correct project notebook, and a split_heads notebook that is not JSON at all."""
     return {P: kit.filled(course, P), S: b'{"cells": [ this is not JSON'}
 
 
 def huge_output(course):
-    """A correct project notebook whose try-it cell prints one 100 MB line."""
+    """A correct project notebook whose try-it cell prints 100 MB, and whose answer prints 20 MB per call."""
     nb = kit.filled(course, P)
     cell = next(c for c in nb["cells"] if c.get("id") == "try_project")
     cell["source"] = "print('x' * 100_000_000)\n"
+    answer = next(c for c in nb["cells"] if kit.grade_id(c) == "project")
+    answer["source"] = answer["source"].replace('"""\n', '"""\n    print("y" * 20_000_000)\n', 1)
     return {P: nb}
 
 
-def monkeypatched_checks(course):
-    """A wrong split_heads that also switches off the assertion helper the tests call."""
+def patched_numpy(course):
+    """A wrong split_heads that also makes every NumPy comparison succeed in its own process."""
     nb = _wrong_split(course)
     sol = next(c for c in nb["cells"] if kit.grade_id(c) == "split_heads")
-    sol["source"] += "\nimport mha_lib.grading as _g\n_g.compare = lambda *args, **kwargs: None\n"
+    sol["source"] += ("\nnp.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
+                      "np.testing.assert_allclose = lambda *a, **k: None\n")
     return {S: nb}
 
 
+def imports_the_checks(course):
+    """A wrong split_heads that imports the course's checks to switch them off."""
+    nb = _wrong_split(course)
+    sol = next(c for c in nb["cells"] if kit.grade_id(c) == "split_heads")
+    sol["source"] = "import mha_checks\nmha_checks.judge = None\n" + sol["source"]
+    return {S: nb}
+
+
+SOLUTIONS_FILE = str(kit.REPO / "solutions" / "mha" / "01_project.ipynb")
+
+
+def reads_course_files(course):
+    """project reads the solutions and the gradebook with NumPy and puts them in its error message."""
+    code = ("def project(x, w, b=None):\n"
+            f"    data = np.fromfile({SOLUTIONS_FILE!r}, dtype=np.uint8)\n"
+            "    raise ValueError(bytes(data[:2000]).decode())\n")
+    return {P: _with_answer(course, P, "project", code)}
+
+
+def writes_the_gradebook(course):
+    """merge_heads is right, and tries to overwrite the gradebook and a classmate's notebook first."""
+    target = str(course / "gradebook.db")
+    other = str(course / "submitted" / "h99_honest_last" / "mha" / "01_project.ipynb")
+    code = ("def merge_heads(x):\n"
+            f"    for path in ({target!r}, {other!r}, '/tmp/x'):\n"
+            "        try:\n            np.zeros(3).tofile(path)\n        except OSError:\n            pass\n"
+            "    b, h, t, d = x.shape\n    return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)\n")
+    return {M: _with_answer(course, M, "merge_heads", code)}
+
+
+def private_torch_kernel(course):
+    """multi_head_attention through torch's private math kernel."""
+    code = ("def multi_head_attention(query, key, value, mha, causal=False):\n"
+            "    return torch._scaled_dot_product_attention_math(query, key, value)\n")
+    return {A: _with_answer(course, A, "multi_head_attention", code)}
+
+
+def obfuscated_kernel(course):
+    """multi_head_attention reaching F.scaled_dot_product_attention through getattr and a built string."""
+    code = ("def multi_head_attention(query, key, value, mha, causal=False):\n"
+            "    kernel = getattr(F, 'scaled_dot_' + 'product_attention')\n"
+            "    return kernel(query, key, value), None\n")
+    return {A: _with_answer(course, A, "multi_head_attention", code)}
+
+
+def calls_the_module(course):
+    """multi_head_attention that just calls the mha module it is given (torch's own answer)."""
+    code = ("def multi_head_attention(query, key, value, mha, causal=False):\n"
+            "    helper = [mha][0]\n"
+            "    out, weights = helper(query, key, value, average_attn_weights=False)\n"
+            "    return out, weights\n")
+    return {A: _with_answer(course, A, "multi_head_attention", code)}
+
+
+def symlinked_notebook(course):
+    return {}
+
+
+def _symlinks(course, folder):
+    os.symlink(SOLUTIONS_FILE, folder / f"{P}.ipynb")
+    os.symlink("/etc/passwd", folder / "leak.ipynb")
+    (folder / "notes.txt").write_text("extra file")
+
+
+def renamed_notebook(course):
+    return {f"{S} (1)": kit.filled(course, S)}
+
+
 def honest(course):
-    """Every notebook, correctly solved."""
     return {n: kit.filled(course, n) for n in kit.NOTEBOOKS}
 
 
 def honest_two(course):
-    """Two notebooks (NumPy and PyTorch), correctly solved."""
-    return {n: kit.filled(course, n) for n in (P, "05_assembly")}
+    return {n: kit.filled(course, n) for n in (P, A)}
 
 
-HOSTILE = {
-    "h00_honest_first": honest_two,
-    "h01_edited_locked_cells": edited_locked_cells,
-    "h02_deleted_test_cells": deleted_test_cells,
-    "h03_stripped_test_metadata": stripped_test_metadata,
-    "h04_stripped_all_metadata": stripped_all_metadata,
-    "h05_broken_schema_version": broken_schema_version,
-    "h06_infinite_loop": infinite_loop,
-    "h07_swallowed_interrupt": swallowed_interrupt,
-    "h08_os_exit": os_exit,
-    "h09_invalid_json": invalid_json,
-    "h10_huge_output": huge_output,
-    "h11_monkeypatched_checks": monkeypatched_checks,
-    "h99_honest_last": honest,
-}
+HOSTILE = [
+    Hostile("h00_honest_first", honest_two, {P: 3, A: 5}),
+    Hostile("h01_edited_locked_cells", edited_locked_cells, {S: 1}),
+    Hostile("h02_deleted_test_cells", deleted_test_cells, {S: 2}),
+    Hostile("h03_stripped_all_metadata", stripped_all_metadata, {P: 3}, {P: "lost its nbgrader metadata"}),
+    Hostile("h04_schema_and_extra_grade_cells", broken_schema_and_extra_grade_cells, {S: 2}),
+    Hostile("h05_endless_cell", endless_cell, {P: 3, S: 0}, {S: "did not finish"}),
+    Hostile("h06_slow_just_under_the_limit", slow_just_under_the_limit, {M: 0}, {M: "time budget"}),
+    Hostile("h07_memory_in_one_test", memory_blow_up_in_one_test, {P: 2}),
+    Hostile("h08_invalid_json", invalid_json, {P: 3, S: 0}, {S: "not valid JSON"}),
+    Hostile("h09_huge_output", huge_output, {P: 3}),
+    Hostile("h10_patched_numpy", patched_numpy, {S: 1}),
+    Hostile("h11_imports_the_checks", imports_the_checks, {S: 0}, {S: "mha_checks"}),
+    Hostile("h12_reads_course_files", reads_course_files, {P: 1}, {P: "FileNotFoundError"}),
+    Hostile("h13_writes_the_gradebook", writes_the_gradebook, {M: 2}),
+    Hostile("h14_private_torch_kernel", private_torch_kernel, {A: 0}, {A: "_scaled_dot_product_attention_math"}),
+    Hostile("h15_obfuscated_kernel", obfuscated_kernel, {A: 0}, {A: "getattr"}),
+    Hostile("h16_calls_the_module", calls_the_module, {A: 0}),
+    Hostile("h17_symlinks_and_extra_files", symlinked_notebook, {}, {P: "not a regular file"}, extra=_symlinks),
+    Hostile("h18_renamed_notebook", renamed_notebook, {S: 2}),
+    Hostile("h99_honest_last", honest, FULL),
+]

@@ -199,62 +199,58 @@ def validate_outcomes(output: str) -> dict[str, bool]:
 
 
 # --------------------------------------------------------------------------------------------
-# Grading the two catalogues: one `nbgrader autograde` batch each, run side by side
+# Grading with the course's own command (python -m mha_grader), as `make grade` runs it
 # --------------------------------------------------------------------------------------------
 
+def grader_env(secret_file: Path) -> dict:
+    return {**env(), "MHA_GRADER_SECRET": str(secret_file), "PYTHONPATH": str(REPO)}
+
+
+def grade(course: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``python -m mha_grader grade <args>`` on ``course`` (its secret: course/../secret, made once)."""
+    secret_file = course.parent / f"{course.name}.secret"
+    if not secret_file.exists():
+        secret_file.write_text("0123456789abcdef" * 4 + "\n")
+        secret_file.chmod(0o600)
+    return subprocess.run([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", *args],
+                          env=grader_env(secret_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=timeout)
+
+
+def course_files(course: Path) -> dict[str, str]:
+    """sha256 of every course file a student must not change (not the grader's own outputs)."""
+    import hashlib
+    outputs = {"autograded", "feedback", "gradebook.db"}
+    return {str(p.relative_to(course)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(course.rglob("*")) if p.is_file() and not p.is_symlink()
+            and p.relative_to(course).parts[0] not in outputs and not p.name.endswith(".csv")}
+
+
 class Batch:
-    """One course directory after `autograde`, `generate_feedback` and `export`."""
+    """One course folder after one run of the grader."""
 
     def __init__(self, course: Path):
         self.course = course
-        self.logs: dict[str, str] = {}
-        self.returncodes: dict[str, int] = {}
-        self.seconds: dict[str, float] = {}
+        self.run: subprocess.CompletedProcess | None = None
 
     def scores(self):
         return scores(self.course)
 
-    def student_log(self, student: str) -> str:
-        """The part of the autograde log about one student."""
-        parts = re.split(r"(?=\[AutogradeApp \| INFO\] Creating/updating student with ID ')", self.logs["autograde"])
-        mine = [p for p in parts if p.startswith(f"[AutogradeApp | INFO] Creating/updating student with ID '{student}'")]
-        tail = [line for line in self.logs["autograde"].splitlines() if f"for student '{student}'" in line]
-        return "\n".join(mine + tail)
-
     def feedback(self, student: str, notebook: str) -> str | None:
         return feedback_text(self.course, student, notebook)
 
-    def grades_csv(self) -> list[dict]:
-        import csv
-        with open(self.course / "grades.csv") as fh:
-            return list(csv.DictReader(fh))
-
-
-def _run_all(base: Path, commands: dict) -> dict:
-    """Run nbgrader commands side by side: {name: (course, args)} -> {name: (returncode, log, seconds)}."""
-    import time
-    start = time.monotonic()
-    procs = {name: nbgrader(course, *args, log=base / f"{name}.log") for name, (course, args) in commands.items()}
-    out = {}
-    while len(out) < len(procs):
-        for name, proc in procs.items():
-            if name not in out and proc.poll() is not None:
-                out[name] = (proc.returncode, (base / f"{name}.log").read_text(), time.monotonic() - start)
-        assert time.monotonic() - start < 900, f"still running: {set(procs) - set(out)}"
-        time.sleep(0.2)
-    return out
+    def result(self, student: str, notebook: str) -> dict:
+        return read(self.course / "autograded" / student / ASSIGNMENT / f"{notebook}.result.json")
 
 
 _GRADED: dict = {}
 
 
 def graded(base: Path) -> dict:
-    """Grade both catalogues once per test session (memoised): {"catalogue", "hostile": Batch, "validate": ...}.
+    """Grade both catalogues once per test session (memoised): {"catalogue", "hostile": Batch}.
 
-    catalogue: the reference solution, an empty submission and every mutant, in one batch;
-    hostile: every hostile submission and two honest students around them, in another;
-    validate: `nbgrader validate` (what a student runs) on the solution, the empty and every mutant.
-    The three commands run side by side (each mostly waits on its kernels).
+    catalogue: the reference solution, an empty submission and every mutant;
+    hostile: every hostile submission with two honest students around them.
     """
     if _GRADED:
         return _GRADED
@@ -264,35 +260,14 @@ def graded(base: Path) -> dict:
     first = make_course(base / "catalogue")
     shutil.copytree(first, base / "hostile")
     catalogue, hostile = Batch(first), Batch(base / "hostile")
-
     submit(first, "s_solution", {n: filled(first, n) for n in NOTEBOOKS})
     submit(first, "s_empty", {n: filled(first, n, solve=False) for n in NOTEBOOKS})
     for m in MUTANTS:
         submit(first, m.student, {m.notebook: mutant_notebook(first, m)})
-    # What a student runs, on one notebook solved and unsolved (visible tests of every mutant:
-    # visible_outcomes, in this process, much cheaper than a kernel per notebook).
-    to_validate = base / "validate"
-    to_validate.mkdir()
-    (to_validate / "solved.ipynb").write_text(json.dumps(filled(first, VALIDATED)))
-    (to_validate / "unsolved.ipynb").write_text(json.dumps(filled(first, VALIDATED, solve=False)))
-    for student, build in HOSTILE.items():
-        submit(hostile.course, student, build(hostile.course))
-
-    validate_files = ["solved.ipynb", "unsolved.ipynb"]
-    done = _run_all(base, {"catalogue": (first, ("autograde", ASSIGNMENT)),
-                           "hostile": (hostile.course, ("autograde", ASSIGNMENT)),
-                           "validate": (to_validate, ("validate", *validate_files))})
-    for batch, name in ((catalogue, "catalogue"), (hostile, "hostile")):
-        batch.returncodes["autograde"], batch.logs["autograde"], batch.seconds["autograde"] = done[name]
-    validate_rc, validate_log, validate_seconds = done["validate"]
-    feedback = _run_all(base, {f"{name}-feedback": (b.course, ("generate_feedback", ASSIGNMENT))
-                               for name, b in (("catalogue", catalogue), ("hostile", hostile))})
-    for name, b in (("catalogue", catalogue), ("hostile", hostile)):
-        b.returncodes["feedback"], b.logs["feedback"], b.seconds["feedback"] = feedback[f"{name}-feedback"]
-        run = nbgrader(b.course, "export")
-        b.returncodes["export"], b.logs["export"] = run.returncode, run.stdout
-    outcomes = {Path(path).stem: passed for path, passed in validate_outcomes(validate_log).items()}
-    _GRADED.update(catalogue=catalogue, hostile=hostile,
-                   validate={"returncode": validate_rc, "log": validate_log, "seconds": validate_seconds,
-                             "passed": outcomes})
+    for h in HOSTILE:
+        h.submit(hostile.course)
+    hostile.files_before = course_files(hostile.course)
+    catalogue.run = grade(first, "--workers", "2")
+    hostile.run = grade(hostile.course, "--workers", "2", "--test-seconds", "3", "--notebook-seconds", "8")
+    _GRADED.update(catalogue=catalogue, hostile=hostile)
     return _GRADED
