@@ -77,11 +77,21 @@ NBGRADER := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/nbgrader
 release: $(STAMP)
 	$(NBGRADER) generate_assignment $(ASSIGNMENT) --force
 
-## grade: autograde every submitted/<student>/mha/, then feedback/<student>/ and grades.csv (a submission
-## that cannot be graded is reported and the others go on; the exit status says whether all were graded)
-grade: $(STAMP)
+## grade: grade every new or changed submitted/<student>/mha/ in the sandbox, judged outside it; grades into
+## nbgrader's gradebook, feedback/<student>/mha/*.html, class tables (grades_by_student.csv, mistakes.csv,
+## tests.csv). Extra options: make grade ARGS="--student ID --notebook 02_split_heads --force --workers 4"
+ARGS ?=
+GRADER := $(BIN)/python -m mha_grader --course $(CURDIR)
+.PHONY: secret probe
+grade: $(STAMP) $(MATHJAX_STAMP)
 	@test -f gradebook.db || $(MAKE) --no-print-directory release
-	@status=0; $(NBGRADER) autograde $(ASSIGNMENT) || status=$$?; \
-	  $(NBGRADER) generate_feedback $(ASSIGNMENT) && $(NBGRADER) export || exit 1; \
-	  [ $$status = 0 ] || echo "make grade: some submissions could not be graded (see 'There was an error processing' above); the others are graded" >&2; \
-	  exit $$status
+	$(GRADER) grade $(ARGS)
+	$(NBGRADER) export
+
+## secret: create the course secret the hidden test inputs are drawn from (once; kept outside the repository)
+secret: $(STAMP)
+	$(GRADER) secret
+
+## probe: check that the sandbox isolates student code on this machine (grading refuses otherwise)
+probe: $(STAMP)
+	$(GRADER) probe

@@ -1,0 +1,108 @@
+"""The grading command as an instructor runs it: secret, refusal without isolation, resume after
+a kill, re-submission, regrading one student or one notebook, and the per-notebook JSON it keeps."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from submissions import kit
+from submissions.mutants import MUTANTS
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's tests run as root, as CI does")
+WRONG_SPLIT = next(m for m in MUTANTS if m.student == "m06_split_no_transpose")
+NUMPY_NOTEBOOKS = [n for n in kit.NOTEBOOKS if n != "05_assembly"]
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = kit.make_course(tmp_path_factory.mktemp("grader") / "course")
+    for i in range(6):
+        kit.submit(course, f"s{i}", {n: kit.filled(course, n) for n in NUMPY_NOTEBOOKS})
+    return course
+
+
+def graded_keys(course: Path) -> dict:
+    return {p.parent.parent.name: json.loads(p.read_text())
+            for p in (course / "autograded").glob("*/mha/.graded.json")}
+
+
+def totals(course: Path) -> dict:
+    return {s: sum(v for nb in cells.values() for k, v in nb.items() if k != "needs_manual_grade")
+            for s, cells in kit.scores(course).items()}
+
+
+def test_no_secret_stops_with_how_to_make_one(course, tmp_path):
+    env = {**kit.grader_env(tmp_path / "missing"), "MHA_GRADER_SECRET": str(tmp_path / "missing")}
+    run = subprocess.run([sys.executable, "-m", "mha_grader", "--course", str(course), "grade"], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert "No course secret" in run.stderr and "make secret" in run.stderr
+    assert not (course / "autograded").exists()
+
+
+def test_secret_command_creates_a_private_file_once(tmp_path):
+    env = {**kit.grader_env(tmp_path / "s"), "MHA_GRADER_SECRET": str(tmp_path / "s")}
+    cmd = [sys.executable, "-m", "mha_grader", "secret"]
+    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    assert (tmp_path / "s").stat().st_mode & 0o777 == 0o600
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert again.returncode == 1 and "exists" in again.stderr
+
+
+def test_refuses_to_grade_where_isolation_fails(course, monkeypatch, capsys):
+    from mha_grader import cli, sandbox
+    monkeypatch.setenv("MHA_GRADER_SECRET", str(course.parent / "course.secret"))
+    (course.parent / "course.secret").write_text("f" * 64)
+    monkeypatch.setattr(sandbox, "probe", lambda *a, **k: ["cannot read /course/solutions: failed (it worked)"])
+    assert cli.main(["--course", str(course), "grade"]) == 3
+    err = capsys.readouterr().err
+    assert "Refusing to grade" in err and "cannot read /course/solutions" in err and "--unsafe-no-sandbox" in err
+
+
+def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes_the_rest(course):
+    kit.grade(course, "--student", "nobody")  # makes the course's secret file
+    proc = subprocess.Popen([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", "--workers", "1"],
+                            env=kit.grader_env(course.parent / "course.secret"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while sum(len(v) for v in graded_keys(course).values()) < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = graded_keys(course)
+    done = sum(len(v) for v in before.values())
+    jobs = 6 * len(kit.NOTEBOOKS)  # 05 was not handed in: it is graded (0, "not handed in") too
+    assert 5 <= done < jobs, "kill it half-way"
+    recorded = kit.scores(course)
+    for student, notebooks in before.items():  # every stamped notebook has its grades committed
+        assert all(v is not None for nb in notebooks for v in recorded[student][nb].values())
+    rerun = kit.grade(course, "--workers", "2")
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert f"This run graded {jobs - done} notebook(s)" in rerun.stdout
+    assert totals(course) == {f"s{i}": 10.0 for i in range(6)}
+    again = kit.grade(course)
+    assert "This run graded 0 notebook(s)" in again.stdout
+
+
+def test_a_resubmitted_notebook_is_graded_again_without_a_flag(course):
+    kit.grade(course)
+    kit.submit(course, "s0", {"02_split_heads": kit.filled(
+        course, "02_split_heads", {"split_heads": WRONG_SPLIT.answer(kit.solution_cells("02_split_heads")["split_heads"])})})
+    run = kit.grade(course)
+    assert "This run graded 1 notebook(s)" in run.stdout
+    assert kit.scores(course)["s0"]["02_split_heads"]["test_split_heads_values"] == 0
+    kit.submit(course, "s0", {"02_split_heads": kit.filled(course, "02_split_heads")})  # fixed again
+    assert "This run graded 1 notebook(s)" in kit.grade(course).stdout
+    assert kit.scores(course)["s0"]["02_split_heads"]["test_split_heads_values"] == 1
+
+
+def test_regrading_one_student_or_one_notebook_is_one_command(course):
+    run = kit.grade(course, "--student", "s3", "--notebook", "03_merge_heads", "--force")
+    assert "This run graded 1 notebook(s)" in run.stdout
+    run = kit.grade(course, "--student", "s4", "--force")
+    assert f"This run graded {len(kit.NOTEBOOKS)} notebook(s)" in run.stdout
