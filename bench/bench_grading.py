@@ -9,7 +9,7 @@ For each exercise notebook, solved with the reference answer:
    the start of the nbgrader command itself;
 3. floor: the least any grader can spend: a fresh kernel running the imports, the student's
    cells and the test cells WITH the hidden tests (nothing else), split into kernel start,
-   import cells (the read-only setup cell and the test cell that first imports mha_lib.grading)
+   import cells (the read-only setup cell and the test cell that first imports mha_checks)
    and the rest.
 
 Everything runs in a scratch copy of the course. Medians of --repeat runs.
@@ -63,7 +63,7 @@ def _iso(stamp: str) -> float:
 
 def floor_notebook(name: str, course: Path) -> tuple[dict, int]:
     """The solved student version whose test cells are the source's (with hidden tests), try-it cells
-    removed; and the index of the code cell that first imports mha_lib.grading."""
+    removed; and the index of the code cell that first imports mha_checks."""
     nb = kit.filled(course, name)
     source = {kit.grade_id(c): c for c in kit.read(course / "solutions" / kit.ASSIGNMENT / f"{name}.ipynb")["cells"]}
     cells = []
@@ -76,7 +76,7 @@ def floor_notebook(name: str, course: Path) -> tuple[dict, int]:
             cell["source"] = source[gid]["source"]
         cells.append(cell)
     nb["cells"] = cells
-    first_import = next(i for i, c in enumerate(cells) if "from mha_lib import grading" in "".join(c["source"]))
+    first_import = next(i for i, c in enumerate(cells) if "mha_checks" in "".join(c["source"]))
     return nb, first_import
 
 

@@ -46,6 +46,9 @@ SWITCHES = [
            "project value (the third argument) with W_v"),
     Switch("split_no_T", "split into heads by a reshape without transpose",
            "reshape (B, T, d_model) to (B, T, h, d_k), then swap axes 1 and 2: (B, h, T, d_k)"),
+    Switch("no_split", "attention computed over all d_model features at once (no split into heads)",
+           "split q, k and v into h heads of d_k features ((B, T, h, d_k), then swap axes 1 and 2) and return "
+           "the weights of every head, (B, h, T_q, T_k)"),
     Switch("split_strided", "heads interleaved in the split (feature j sent to head j % h)",
            "head i owns features i*d_k:(i+1)*d_k: reshape to (B, T, h, d_k), not (B, T, d_k, h)"),
     Switch("scale_d_model", "scaled by sqrt(d_model) instead of sqrt(d_k)",
@@ -90,7 +93,7 @@ SWITCHES = [
            "return the softmax of the scores (each row sums to 1), not the scores"),
 ]
 BY_KEY = {s.key: s for s in SWITCHES}
-STAGE_OF = {"no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
+STAGE_OF = {"no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
             "split_no_T": 1, "split_strided": 1, "scale_d_model": 3, "no_scale": 3, "scale_d_k": 3,
             "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
             "mask_square": 4, "mask_zero": 4, "mask_after": 5, "softmax_queries": 5, "softmax_heads": 5,
@@ -101,7 +104,7 @@ EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul"},
              {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_zero", "mask_after"},
              {"softmax_queries", "softmax_heads"}, {"merge_no_T", "merge_order", "heads_averaged"},
              {"no_w_o", "no_out_bias", "out_not_T"}, {"kv_from_query", "v_from_key"},
-             {"split_no_T", "split_strided"}, {"qk_swapped", "qv_swapped"}]
+             {"split_no_T", "split_strided", "no_split"}, {"qk_swapped", "qv_swapped"}]
 
 
 def compatible(keys) -> bool:
@@ -137,6 +140,8 @@ def projections(inp: Inputs, m=frozenset()):
 
     def split(x):
         n, t, _ = x.shape
+        if "no_split" in m:
+            return x[:, None]                                     # (B, 1, T, d_model)
         if "split_no_T" in m:
             return x.reshape(n, h, t, d_k)
         if "split_strided" in m:
@@ -185,7 +190,9 @@ def forward(inp: Inputs, m=frozenset()):
         weights = np.where(allowed, weights, 0.0)
     heads = weights @ v                                   # (B, h, T_q, d_k)
     n, h, t_q, d_k = heads.shape
-    if "heads_averaged" in m:
+    if "no_split" in m:
+        weights, concat = weights[:, 0], heads[:, 0]
+    elif "heads_averaged" in m:
         concat = heads.mean(1)
     elif "merge_order" in m:
         concat = heads.transpose(0, 2, 3, 1).reshape(n, t_q, h * d_k)
@@ -231,7 +238,7 @@ def fit_scale(weights: np.ndarray, inp: Inputs, m=frozenset()) -> float | None:
         return None
     with np.errstate(divide="ignore"):
         logw = np.where(use, np.log(np.where(use, weights, 1.0)), 0.0)
-    count = use.sum(axis=-1, keepdims=True)
+    count = np.maximum(use.sum(axis=-1, keepdims=True), 1)
     lc = np.where(use, logw - logw.sum(-1, keepdims=True) / count, 0.0)
     rc = np.where(use, raw - np.where(use, raw, 0.0).sum(-1, keepdims=True) / count, 0.0)
     denom = float((rc * rc).sum())
@@ -278,3 +285,18 @@ def softmax_axis_story(weights: np.ndarray, tol: float) -> str | None:
         if weights.ndim == 4 and np.allclose(weights.sum(axis=axis), 1.0, atol=100 * tol):
             return text
     return None
+
+
+def dropout_rate(got: np.ndarray, want: np.ndarray, tol: float) -> float | None:
+    """p when ``got`` is ``want`` with some entries zeroed and the rest scaled by 1/(1-p) (dropout)."""
+    if got.shape != want.shape:
+        return None
+    kept = np.abs(got) > tol
+    dropped = ~kept & (want > 100 * tol)
+    if not dropped.any() or not kept.any():
+        return None
+    ratio = got[kept] / np.where(want[kept] == 0, np.nan, want[kept])
+    c = float(np.nanmedian(ratio))
+    if not np.isfinite(c) or c <= 1 or not np.allclose(ratio, c, rtol=1e-3, equal_nan=False):
+        return None
+    return 1 - 1 / c

@@ -118,10 +118,38 @@ def error_fail(call: str, case, error: dict) -> None:
         sizes = SPECS[case.function].sizes(case)
     except Exception:  # noqa: BLE001
         sizes = {}
-    hint = error_hint(case, message, sizes)
+    hint = error_hint(case, message, sizes) or same_error(case, kind, message)
     label = hint[0] if hint else f"raises {kind}"
     text = f" {hint[1]}" if hint else _numbers_note(message, sizes)
     raise Fail(f"{call} raised {kind}{at}: {message.rstrip('.')}.{text}", label)
+
+
+def same_error(case, kind: str, message: str):
+    """A mistake (or pair) of exercises 1-4 that raises exactly this error on this case."""
+    runner = ERROR_VARIANTS.get(case.function)
+    if runner is None:
+        return None
+    switches, compute = runner(case)
+    for combo in variants.combos(switches):
+        try:
+            compute(frozenset(s.key for s in combo))
+        except Exception as err:  # noqa: BLE001 - the error is what we compare
+            if type(err).__name__ == kind and str(err)[:300] == message[:300]:
+                return named(combo)
+    return None
+
+
+def _linear_runner(wname, bname):
+    def runner(case):
+        x, w, b = (_np(a) for a in (list(case.args) + [None])[:3])
+        return variants.linear_switches(wname, bname, "the product" if wname == "w" else "W^O"), \
+            lambda m: variants.linear(x, w, b, m)
+    return runner
+
+
+def _per_head_runner(case):
+    heads, w_o, b_o = (_np(a) for a in (list(case.args) + [None])[:3])
+    return variants.PER_HEAD_SWITCHES, lambda m: variants.per_head(heads, w_o, b_o, m)
 
 
 def _numbers_note(message: str, sizes: dict) -> str:
@@ -138,7 +166,15 @@ def _numbers_note(message: str, sizes: dict) -> str:
 
 
 def error_hint(case, message: str, sizes: dict):
-    """A named mistake for errors whose sizes tell it (exercise 5)."""
+    """A named mistake for errors that tell it: None added, an unbatched input, sizes of exercise 5."""
+    bias = {"project": "b", "output_projection": "b_o", "output_projection_per_head": "b_o"}.get(case.function)
+    if bias and "NoneType" in message and len(case.args) > 2 and case.args[2] is None:
+        return (f"{bias}=None not handled", f"Here {bias} is None (no bias) and adding None fails: add the bias "
+                f"only when it is given, so when the bias is None return the product alone "
+                f"(if {bias} is not None: out = out + {bias}).")
+    if case.function in ("project", "output_projection") and np.ndim(case.args[0]) == 2:
+        return ("fails on unbatched input", "This x is unbatched, (T, d_in): write the projection for any "
+                "leading axes (x @ w works for (T, d_in) and (B, T, d_in) alike).")
     if case.function != "multi_head_attention" or not sizes:
         return None
     numbers = {int(t) for t in re.findall(r"\d+", message)}
@@ -405,6 +441,10 @@ def _check_mha(case, result, call):
     got_out, got_w = read_pair(result, call, "out, weights")
     got_out = read_array(got_out, call, "the output")
     got_w = read_array(got_w, call, "the attention weights")
+    if got_out.ndim == 4 and got_w.ndim == 3:
+        raise Fail(f"{call} returned (weights, out): the first item has the weights' shape "
+                   f"{tuple(got_out.shape)} and the second the output's {tuple(got_w.shape)}; return (out, weights).",
+                   "pair in the wrong order")
     tol = max(arrays.tolerance(arrays.result_dtype(got_out)), arrays.tolerance(arrays.result_dtype(got_w)))
     want_out, want_w = attention.forward(inp)
     if case.expected is not None:
@@ -452,6 +492,9 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
             return ("NaN in the weights", "NaN appears in the weights: a row whose scores are all -inf, or an "
                     "inf - inf, gives NaN.")
         rows_ok = np.allclose(got_w.sum(-1), 1.0, atol=100 * tol) and (got_w >= -tol).all()
+        p = attention.dropout_rate(got_w, want_w, tol)
+        if p is not None:
+            return dropout_story(p)
         if not rows_ok:
             axis = attention.softmax_axis_story(got_w, tol)
             if axis:
@@ -506,6 +549,12 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
             "((B, h, T_q, d_k) -> (B, T_q, h, d_k) -> (B, T_q, d_model)) or W^O.")
 
 
+def dropout_story(p: float) -> tuple[str, str]:
+    return ("dropout applied to the weights", f"The weights depart after the softmax: some are 0 and the others "
+            f"are scaled by 1/(1-p), dropout with p = {p:.2g} (F.dropout drops even outside training unless "
+            "training=False): attention here has no dropout, remove it.")
+
+
 def weight_properties(call, w, inp, tol):
     """The weights are distributions over the keys and, if causal, give 0 to later keys."""
     if np.isnan(w).any():
@@ -518,6 +567,11 @@ def weight_properties(call, w, inp, tol):
     if not np.allclose(rows, 1.0, atol=100 * tol):
         axis = attention.softmax_axis_story(w, tol)
         worst = rows.flat[np.argmax(np.abs(rows - 1.0))]
+        p = attention.dropout_rate(w, attention.forward(inp)[1], tol)
+        if p is not None:
+            label, why = dropout_story(p)
+            raise Fail(f"{call}: each query's weights over the keys should sum to 1; one row sums to {worst:.4g}. "
+                       + why, label)
         if axis:
             why, label = (f"They sum to 1 over {axis} instead: the softmax must run over the keys, dim=-1.",
                           f"softmax over the wrong axis ({axis})")
@@ -548,6 +602,9 @@ def _fuse_sizes(case):
     d, d_k = np.shape(case.args[0][0])
     return {"h": len(case.args[0]), "d": d, "d_k": d_k}
 
+
+ERROR_VARIANTS = {"project": _linear_runner("w", "b"), "output_projection": _linear_runner("w_o", "b_o"),
+                  "output_projection_per_head": _per_head_runner}
 
 SPECS = {
     "project": Spec(_describe_linear("project", "w", "b", "d_in, d_out", "B, T, d_in"),

@@ -9,6 +9,7 @@ traceback through the checking code, and nothing cut by ``nbgrader validate`` or
 the JupyterLab Validate dialog.
 """
 import inspect
+import linecache
 import re
 import sys
 import textwrap
@@ -47,11 +48,7 @@ def check(function: str, *args, expected=None, shape_only: bool = False, weights
     __tracebackhide__ = True
     namespace = sys._getframe(1).f_globals
     fn = find_function(function, namespace)
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
-        source = ""
-    refused = policy.violations(source, function) if source else []
+    refused = policy.violations(cell_source(fn), function)
     if refused:
         raise CheckFailed(f"{function}: " + " ".join(refused)) from None
     kind = "shape" if shape_only else "weights" if weights_only else "values"
@@ -59,6 +56,18 @@ def check(function: str, *args, expected=None, shape_only: bool = False, weights
     verdict = judge(case, calling.call(fn, list(case.names), case.specs()))
     if not verdict.passed:
         raise CheckFailed(verdict.message) from None
+
+
+def cell_source(fn) -> str:
+    """The whole cell (IPython keeps it in linecache) that defined ``fn``, or its own source."""
+    code = getattr(fn, "__code__", None)
+    lines = linecache.getlines(code.co_filename) if code else []
+    if lines:
+        return "".join(lines)
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
 
 
 def plain(value):
