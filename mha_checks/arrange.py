@@ -55,7 +55,7 @@ def sources(got: np.ndarray, source: np.ndarray, rtol: float) -> np.ndarray | No
     return order[pick]
 
 
-def explain(labels: np.ndarray, names: dict) -> Arrangement | None:
+def explain(labels: np.ndarray, names: dict, shape: tuple = ()) -> Arrangement | None:
     """The simplest ``reshape(S).transpose(P)`` of ``arange(N)`` equal to ``labels`` (flattened)."""
     labels = np.asarray(labels).ravel()
     found = []
@@ -73,7 +73,8 @@ def explain(labels: np.ndarray, names: dict) -> Arrangement | None:
         return None
     natural = list(names)
     best = min(found, key=lambda a: _complexity(a, natural))
-    return Arrangement(best.order, best.perm, natural=list(best.order) == natural)
+    own = list(best.order) == natural and tuple(names[n] for n in natural) == tuple(shape)
+    return Arrangement(best.order, best.perm, natural=own)
 
 
 def _complexity(a: Arrangement, natural: list) -> tuple:
@@ -87,4 +88,4 @@ def _complexity(a: Arrangement, natural: list) -> tuple:
 def analyse(got: np.ndarray, source: np.ndarray, names: dict, rtol: float) -> Arrangement | None:
     """The arrangement of ``source``'s elements that ``got`` holds, if it is one."""
     labels = sources(got, source, rtol)
-    return None if labels is None else explain(labels, names)
+    return None if labels is None else explain(labels, names, np.shape(source))

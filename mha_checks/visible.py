@@ -48,7 +48,8 @@ def check(function: str, *args, expected=None, shape_only: bool = False, weights
     __tracebackhide__ = True
     namespace = sys._getframe(1).f_globals
     fn = find_function(function, namespace)
-    refused = policy.violations(cell_source(fn), function)
+    # a source that does not parse is a fragment (a lambda): the grader checks the whole cells
+    refused = [v for v in policy.violations(textwrap.dedent(cell_source(fn)), function) if "does not compile" not in v]
     if refused:
         raise CheckFailed(f"{function}: " + " ".join(refused)) from None
     kind = "shape" if shape_only else "weights" if weights_only else "values"
@@ -61,7 +62,9 @@ def check(function: str, *args, expected=None, shape_only: bool = False, weights
 def cell_source(fn) -> str:
     """The whole cell (IPython keeps it in linecache) that defined ``fn``, or its own source."""
     code = getattr(fn, "__code__", None)
-    lines = linecache.getlines(code.co_filename) if code else []
+    cell = code is not None and (code.co_filename.startswith(("<cell", "<ipython-input"))
+                                 or "ipykernel_" in code.co_filename)
+    lines = linecache.getlines(code.co_filename) if cell else []
     if lines:
         return "".join(lines)
     try:
@@ -108,7 +111,7 @@ def find_function(name: str, namespace: dict):
             text = (err.text or "").strip()
             raise CheckFailed(f"{name} is not defined: the cell that defines it has a "
                               f"{type(err).__name__} on line {err.lineno} ({err.msg})"
-                              + (f": {text}" if text else "") + ". Fix that line, run the cell, then run "
+                              + (f" in `{text}`" if text else "") + ". Fix that line, run the cell, then run "
                               "this test again.") from None
         raise CheckFailed(f"{name} is not defined: its cell compiles but did not finish when it ran (an error "
                           "before or in the def?). Run that cell again and read its error, then run this "
