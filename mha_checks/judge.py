@@ -1,54 +1,94 @@
-"""PLACEHOLDER until the checks branch lands: compare with the reference, no diagnosis."""
+"""The trusted judge: one case and the plain-data outcome of calling the student's function on it
+(see :mod:`mha_checks.calling`) become a :class:`Verdict`.
+
+It never raises. It never runs student code. A failed verdict's message is the whole feedback
+for that case, in plain words: what is wrong (shape axis by axis, or the first differing
+element), where the computation departs from the reference and which mistake that is, and the
+fix. Tolerance: :mod:`mha_checks.arrays` (one policy for every exercise).
+
+Accepted as right, whatever the style: any float dtype within the tolerance, NumPy arrays or
+torch tensors in any exercise (torch inside the NumPy exercises, NumPy inside exercise 5: the
+values are graded), a list or a tuple where a pair is asked, views and non-contiguous results.
+"""
 from dataclasses import dataclass
 
 import numpy as np
 
-from mha_lib import reference
-
-from . import calling
+from . import arrays, calling
+from .arrays import NotAnArray, dims
+from .cases import Case, MhaWeights
 
 
 @dataclass(frozen=True)
 class Verdict:
     passed: bool
-    message: str = ""
+    message: str
     mistake: str | None = None
 
 
-def _want(case):
-    a = case.args
-    f = case.function
-    if f == "project":
-        return reference.project(a[0], a[1], a[2])
-    if f == "split_heads":
-        return reference.split_heads(a[0], a[1])
-    if f == "merge_heads":
-        return reference.merge_heads(a[0])
-    if f == "output_projection":
-        return reference.output_projection(a[0], a[1], a[2])
-    if f == "output_projection_per_head":
-        return reference.output_projection(reference.merge_heads(a[0]), a[1], a[2])
-    if f == "fuse_heads":
-        return np.concatenate(a[0], axis=1), None if a[1] is None else np.concatenate(a[1])
-    raise KeyError(f)
+PASSED = Verdict(True, "", None)
 
 
-def judge(case, outcome: dict) -> Verdict:
+class Fail(Exception):
+    """Raised inside the judge with the verdict's message and mistake label."""
+
+    def __init__(self, message: str, mistake: str):
+        super().__init__(message)
+        self.message, self.mistake = message, mistake
+
+
+def judge(case: Case, outcome) -> Verdict:
+    """The verdict on one case (never raises)."""
+    name = getattr(case, "function", "the function")
+    try:
+        _judge(case, outcome)
+        return PASSED
+    except Fail as fail:
+        return Verdict(False, fail.message, f"{name}: {fail.mistake}")
+    except Exception as err:  # noqa: BLE001 - an odd outcome must still become a verdict
+        return Verdict(False, f"{name}: the answer could not be checked ({type(err).__name__}: "
+                              f"{str(err)[:200]}). Return plain arrays or tensors of the shape asked.",
+                       f"{name}: unreadable answer")
+
+
+def _judge(case: Case, outcome) -> None:
+    from . import checks  # the per-exercise checks
+    spec = checks.SPECS[case.function]
+    call = spec.describe(case)
+    if not isinstance(outcome, dict):
+        raise Fail(f"{call}: no answer came back.", "no answer")
     if outcome.get("ready_made"):
-        return Verdict(False, "ready-made", "ready-made")
-    if "error" in outcome:
-        return Verdict(False, f"{case.function} raised {outcome['error']['type']}", "raises")
-    if outcome.get("mutated"):
-        return Verdict(False, "changed input", "mutated")
-    got = calling.decode(outcome.get("result"))
-    want = _want(case)
-    if isinstance(want, tuple):
-        ok = isinstance(got, tuple | list) and len(got) == 2 and np.shape(got[0]) == want[0].shape and \
-            np.allclose(got[0], want[0]) and ((want[1] is None and got[1] is None) or
-                                              (got[1] is not None and np.allclose(got[1], want[1])))
-    else:
-        try:
-            ok = np.shape(got) == want.shape and (case.check == "shape" or np.allclose(np.asarray(got, float), want))
-        except (TypeError, ValueError):
-            ok = False
-    return Verdict(True) if ok else Verdict(False, f"{case.function}: wrong", f"{case.function}: wrong")
+        raise Fail(f"{call} calls the module mha itself ({outcome['ready_made']}): calling the module runs "
+                   "torch's own forward, a ready-made answer, and earns no credit. Compute the attention "
+                   "yourself from mha's weights (mha.in_proj_weight, mha.out_proj ...).", "ready-made answer")
+    mutated = outcome.get("mutated") or []
+    error = outcome.get("error")
+    if error is not None:
+        checks.error_fail(call, case, error if isinstance(error, dict) else {"message": str(error)})
+    if "result" not in outcome:
+        raise Fail(f"{call}: no answer came back.", "no answer")
+    try:
+        result = calling.decode(outcome["result"])
+    except Exception:  # noqa: BLE001
+        raise Fail(f"{call} returned a value that could not be read; return arrays or tensors.",
+                   "unreadable answer") from None
+    if mutated:
+        names = [str(n) for n in mutated][:4]
+        what = " and ".join(f"`{n}`" for n in names)
+        params = "mha" in names
+        raise Fail(f"{call} changes {what} in place ({'its parameters' if params else 'the caller’s array'}): "
+                   "a function must leave its arguments as it found them. Compute into new "
+                   f"{'tensors' if params else 'arrays'} (y = x + b, not x += b; no x[...] = ..., "
+                   "no .add_(), no copy_ into a weight).",
+                   "changes its arguments in place" if not params else "changes mha's parameters in place")
+    spec.check(case, result, call)
+
+
+def sizes_note(sizes: dict) -> str:
+    if sizes and len(set(sizes.values())) == len(sizes):
+        return (" The sizes here are all different (" + ", ".join(f"{k}={v}" for k, v in sizes.items())
+                + "): code that only works when some of them are equal fails on them.")
+    return ""
+
+
+__all__ = ["Verdict", "judge", "Case", "MhaWeights", "dims", "NotAnArray", "arrays"]

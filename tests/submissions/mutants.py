@@ -4,7 +4,9 @@ A mutant is the reference answer with an edit (``edit=(old, new)``, or a tuple o
 each checked to apply) or a whole replacement (``code``). ``lost`` says how many points each
 grade cell of that notebook must lose (the others keep full marks), ``says`` a phrase its
 feedback must contain (the mistake named in plain words), ``visible`` whether the visible tests
-alone let it through (most do: that is why the grade rests on hidden tests).
+alone let it through (since issue 9 none does: the visible tests use small all-different inputs
+with biases, a mask and T_q != T_k, so every mistake that small inputs can show fails them).
+``source`` cites the public repository and path a mutant was adapted from (empty: our own).
 """
 from dataclasses import dataclass
 
@@ -19,6 +21,7 @@ class Mutant:
     visible: bool
     edit: tuple = ()
     code: str = ""
+    source: str = ""
 
     def answer(self, reference: str) -> str:
         if self.code:
@@ -38,16 +41,16 @@ VALUES_MHA = {"test_mha_self_attention": 1, "test_mha_causal": 1, "test_mha_cros
 
 MUTANTS = [
     # --- 1. projections ---------------------------------------------------------------------
-    Mutant("m01_project_no_bias", P, "project", {"test_project_bias": 1}, "the bias was left out", True,
+    Mutant("m01_project_no_bias", P, "project", {"test_project_bias": 1}, "the bias was left out", False,
            edit=("out = out + b  #", "out = out  #")),
     Mutant("m02_project_w_transposed", P, "project", {"test_project_values": 1, "test_project_bias": 1},
            "w used transposed", False, edit=("out = x @ w ", "out = x @ w.T ")),
     Mutant("m03_project_bias_first", P, "project", {"test_project_bias": 1},
-           "the bias added before the product", True,
+           "the bias added before the product", False,
            code="def project(x, w, b=None):\n    return x @ w if b is None else (x + b) @ w\n"),
     Mutant("m04_fuse_interleaved", P, "fuse_heads", {"test_fuse_heads": 1}, "heads interleaved", False,
            edit=("w = np.concatenate(w_heads, axis=1)", "w = np.stack(w_heads, axis=-1).reshape(len(w_heads[0]), -1)")),
-    Mutant("m05_fuse_bias_dropped", P, "fuse_heads", {"test_fuse_heads": 1}, "the biases were not fused", True,
+    Mutant("m05_fuse_bias_dropped", P, "fuse_heads", {"test_fuse_heads": 1}, "the biases were not fused", False,
            edit=("b = None if b_heads is None else np.concatenate(b_heads)", "b = None")),
     # --- 2. split ---------------------------------------------------------------------------
     Mutant("m06_split_no_transpose", S, "split_heads", {"test_split_heads_values": 1}, "reshape without transpose",
@@ -69,28 +72,28 @@ MUTANTS = [
            code="def merge_heads(x):\n    return x.mean(axis=1)\n"),
     # --- 4. W^O -----------------------------------------------------------------------------
     Mutant("m12_out_no_bias", O, "output_projection", {"test_output_projection_bias": 1},
-           "the output bias b_o was left out", True, edit=("out = out + b_o", "out = out")),
+           "the output bias b_o was left out", False, edit=("out = out + b_o", "out = out")),
     Mutant("m13_out_w_transposed", O, "output_projection",
            {"test_output_projection_values": 1, "test_output_projection_bias": 1}, "W^O used transposed", False,
            edit=("out = x @ w_o ", "out = x @ w_o.T ")),
     Mutant("m14_out_bias_first", O, "output_projection", {"test_output_projection_bias": 1},
-           "the bias added before W^O", True,
+           "the bias added before W^O", False,
            code="def output_projection(x, w_o, b_o=None):\n    return x @ w_o if b_o is None else (x + b_o) @ w_o\n"),
     Mutant("m15_per_head_bias_each_head", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
-           "the bias added once per head", True,
+           "the bias added once per head", False,
            code="def output_projection_per_head(heads, w_o, b_o=None):\n    d_v = heads.shape[-1]\n"
                 "    out = 0\n    for i in range(heads.shape[1]):\n"
                 "        out = out + heads[:, i] @ w_o[i * d_v:(i + 1) * d_v]\n"
                 "        if b_o is not None:\n            out = out + b_o\n    return out\n"),
     Mutant("m16_per_head_no_bias", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
-           "the output bias b_o was left out", True, edit=("out = out + b_o  #", "out = out  #")),
+           "the output bias b_o was left out", False, edit=("out = out + b_o  #", "out = out  #")),
     Mutant("m17_per_head_averaged", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
            "heads averaged instead of summed", False,
            edit=("for i in range(heads.shape[1]))", "for i in range(heads.shape[1])) / heads.shape[1]")),
     # --- 5. the assembly --------------------------------------------------------------------
-    Mutant("m18_scaled_by_d_model", A, MHA, VALUES_MHA, "sqrt(d_model) instead of sqrt(d_k)", True,
+    Mutant("m18_scaled_by_d_model", A, MHA, VALUES_MHA, "sqrt(d_model) instead of sqrt(d_k)", False,
            edit=("/ math.sqrt(d_k)", "/ math.sqrt(d_model)")),
-    Mutant("m19_not_scaled", A, MHA, VALUES_MHA, "scores not scaled", True, edit=(" / math.sqrt(d_k)", "")),
+    Mutant("m19_not_scaled", A, MHA, VALUES_MHA, "scores not scaled", False, edit=(" / math.sqrt(d_k)", "")),
     Mutant("m20_softmax_wrong_axis", A, MHA, {"test_mha_weights": 1, **VALUES_MHA}, "softmax over the wrong axis",
            False, edit=("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")),
     Mutant("m21_mask_after_softmax", A, MHA, {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1},
@@ -101,27 +104,27 @@ MUTANTS = [
                  "    if causal:\n        weights = weights.masked_fill(~allowed, 0.0)\n")),
     Mutant("m22_mask_inverted", A, MHA, {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1},
            "mask the wrong way round", False, edit=(".tril()", ".triu()")),
-    Mutant("m23_no_w_o", A, MHA, VALUES_MHA, "W^O was forgotten", True,
+    Mutant("m23_no_w_o", A, MHA, VALUES_MHA, "W^O was forgotten", False,
            edit=("out = F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)", "out = concat")),
-    Mutant("m24_no_output_bias", A, MHA, VALUES_MHA, "the output bias was left out", True,
+    Mutant("m24_no_output_bias", A, MHA, VALUES_MHA, "the output bias was left out", False,
            edit=("mha.out_proj.weight, mha.out_proj.bias)", "mha.out_proj.weight)")),
-    Mutant("m25_no_input_bias", A, MHA, VALUES_MHA, "the input-projection biases were left out", True,
+    Mutant("m25_no_input_bias", A, MHA, VALUES_MHA, "the input-projection biases were left out", False,
            edit=("return F.linear(x, w, b)", "return F.linear(x, w)")),
-    Mutant("m26_weights_not_transposed", A, MHA, VALUES_MHA, "weights not transposed", True,
+    Mutant("m26_weights_not_transposed", A, MHA, VALUES_MHA, "weights not transposed", False,
            edit=(("return F.linear(x, w, b)", "return (x @ w + b)"),
                  ("F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)",
                   "concat @ mha.out_proj.weight + mha.out_proj.bias"))),
-    Mutant("m27_q_k_swapped", A, MHA, VALUES_MHA, "queries and keys projected with each other's weights", True,
+    Mutant("m27_q_k_swapped", A, MHA, VALUES_MHA, "queries and keys projected with each other's weights", False,
            edit=(("w_q, w_k, w_v = mha.in_proj_weight.chunk(3)", "w_k, w_q, w_v = mha.in_proj_weight.chunk(3)"),
                  ("b_q, b_k, b_v = mha.in_proj_bias.chunk(3)", "b_k, b_q, b_v = mha.in_proj_bias.chunk(3)"))),
-    Mutant("m28_split_no_transpose", A, MHA, VALUES_MHA, "split into heads by a reshape without transpose", True,
+    Mutant("m28_split_no_transpose", A, MHA, VALUES_MHA, "split into heads by a reshape without transpose", False,
            edit=(".reshape(batch, -1, h, d_k).transpose(1, 2)", ".reshape(batch, h, -1, d_k)")),
-    Mutant("m29_merge_wrong_axis_order", A, MHA, VALUES_MHA, "heads merged in the wrong axis order", True,
+    Mutant("m29_merge_wrong_axis_order", A, MHA, VALUES_MHA, "heads merged in the wrong axis order", False,
            edit=("(weights @ v).transpose(1, 2).reshape", "(weights @ v).permute(0, 2, 3, 1).reshape")),
     Mutant("m30_kv_from_query", A, MHA, {"test_mha_shapes": 1, "test_mha_cross": 1},
-           "keys and values computed from the query", True,
+           "keys and values computed from the query", False,
            edit=("split(key, w_k, b_k), split(value, w_v, b_v)", "split(query, w_k, b_k), split(query, w_v, b_v)")),
-    Mutant("m31_mask_square", A, MHA, {"test_mha_cross": 1}, "causal mask built for T_q x T_q", True,
+    Mutant("m31_mask_square", A, MHA, {"test_mha_cross": 1}, "causal mask built for T_q x T_q", False,
            edit=("torch.ones(t_q, t_k,", "torch.ones(t_q, t_q,")),
     Mutant("m32_heads_averaged", A, MHA, ALL_MHA, "heads averaged instead of concatenated", False,
            edit=("(weights @ v).transpose(1, 2).reshape(batch, t_q, d_model)", "(weights @ v).mean(1)")),
@@ -132,4 +135,194 @@ MUTANTS = [
                 "    mask = None\n    if causal:\n"
                 "        mask = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).triu(1)\n"
                 "    return mha(query, key, value, attn_mask=mask, average_attn_weights=False)\n"),
+    # --- found since issue 9: our own, and adapted from public code (``source``) ------------------
+    Mutant("m35_project_bias_twice", P, "project", {"test_project_bias": 1}, "the bias added twice", False,
+           edit=("out = out + b  #", "out = out + 2 * b  #")),
+    Mutant("m36_project_scaled", P, "project", {"test_project_values": 1, "test_project_bias": 1},
+           "* x @ w", False, edit=("out = x @ w ", "out = x @ w / np.sqrt(w.shape[0]) ")),
+    Mutant("m37_project_none_bias", P, "project", {"test_project_values": 1}, "when the bias is None", False,
+           code="def project(x, w, b=None):\n    return x @ w + b\n"),
+    Mutant("m38_project_batched_only", P, "project", {"test_project_values": 1, "test_project_bias": 1},
+           "unbatched", False,
+           code="def project(x, w, b=None):\n    out = np.einsum('bti,io->bto', x, w)\n"
+                "    return out if b is None else out + b\n"),
+    Mutant("m39_fuse_reversed", P, "fuse_heads", {"test_fuse_heads": 1}, "heads in reverse order", False,
+           edit=(("np.concatenate(w_heads, axis=1)", "np.concatenate(w_heads[::-1], axis=1)"),
+                 ("np.concatenate(b_heads)", "np.concatenate(b_heads[::-1])"))),
+    Mutant("m40_fuse_not_a_pair", P, "fuse_heads", {"test_fuse_heads": 1}, "expected a pair", False,
+           code="def fuse_heads(w_heads, b_heads=None):\n    return np.concatenate(w_heads, axis=1)\n"),
+    Mutant("m41_fuse_bias_stacked", P, "fuse_heads", {"test_fuse_heads": 1}, "the biases stacked as (h, d_k)",
+           False, edit=("np.concatenate(b_heads)", "np.stack(b_heads)")),
+    Mutant("m42_split_strided", S, "split_heads", {"test_split_heads_values": 1}, "heads interleaved", False,
+           code="def split_heads(x, num_heads):\n    batch, t, d = x.shape\n"
+                "    return x.reshape(batch, t, d // num_heads, num_heads).transpose(0, 3, 1, 2)\n"),
+    Mutant("m43_split_wrong_swap", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
+           "the wrong axes swapped", False, edit=("x.transpose(0, 2, 1, 3)", "x.transpose(0, 2, 3, 1)")),
+    Mutant("m44_split_heads_first", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
+           "transpose(2, 0, 1, 3)", False,
+           code="def split_heads(x, num_heads):\n    return np.stack(np.split(x, num_heads, axis=-1), axis=0)\n"),
+    Mutant("m45_split_in_place", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
+           "in place", False,
+           code="def split_heads(x, num_heads):\n    batch, t, d = x.shape\n"
+                "    x.shape = (batch, t, num_heads, d // num_heads)\n    return x.transpose(0, 2, 1, 3)\n"),
+    Mutant("m46_split_2d_recipe", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
+           "transpose(1, 0, 2, 3)", False,
+           code="def split_heads(x, num_heads):\n    d_k = x.shape[-1] // num_heads\n"
+                "    return x.reshape(x.shape[0], num_heads, -1, d_k).transpose(1, 0, 2, 3)\n",
+           source="thealper2/deep-ml-solutions:implement_multi_head_attention.py (2-D reshape/transpose(1, 0, 2) "
+                  "applied to a batch)"),
+    Mutant("m47_split_transpose_perm", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
+           "perm", False,
+           code="def split_heads(x, num_heads):\n    batch, t, d = x.shape\n"
+                "    x = x.reshape(batch, t, num_heads, d // num_heads)\n"
+                "    return np.transpose(x, perm=[0, 2, 1, 3])\n",
+           source="RasKrebs/llms4code_code_quality:multihead-attention/gpt-4-turbo/medium.py (np.transpose with "
+                  "TensorFlow's perm=)"),
+    Mutant("m48_merge_b_t_swapped", M, "merge_heads", {"test_merge_heads_values": 1}, "B and T swapped", False,
+           edit=("x = x.transpose(0, 2, 1, 3)", "x = x.transpose(2, 0, 1, 3)")),
+    Mutant("m49_merge_along_time", M, "merge_heads", {"test_merge_heads_shape": 1, "test_merge_heads_values": 1},
+           "along time", False, code="def merge_heads(x):\n    batch, h, t, d_v = x.shape\n"
+                                     "    return x.reshape(batch, h * t, d_v)\n"),
+    Mutant("m50_merge_summed", M, "merge_heads", {"test_merge_heads_shape": 1, "test_merge_heads_values": 1},
+           "heads summed instead of concatenated", False, code="def merge_heads(x):\n    return x.sum(axis=1)\n"),
+    Mutant("m51_merge_concat_axis_1", M, "merge_heads", {"test_merge_heads_shape": 1, "test_merge_heads_values": 1},
+           "along time", False,
+           code="def merge_heads(x):\n    return np.concatenate([x[:, i] for i in range(x.shape[1])], axis=1)\n"),
+    Mutant("m52_out_bias_twice", O, "output_projection", {"test_output_projection_bias": 1},
+           "the bias added twice", False, edit=("out = out + b_o", "out = out + b_o + b_o")),
+    Mutant("m53_out_none_bias", O, "output_projection", {"test_output_projection_values": 1},
+           "when the bias is None", False, code="def output_projection(x, w_o, b_o=None):\n    return x @ w_o + b_o\n"),
+    Mutant("m54_per_head_first_block", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
+           "the first block of W^O", False, edit=("w_o[i * d_v:(i + 1) * d_v]", "w_o[0:d_v]")),
+    Mutant("m55_per_head_concat_no_transpose", O, "output_projection_per_head",
+           {"test_output_projection_per_head": 1}, "reshape without transpose", False,
+           code="def output_projection_per_head(heads, w_o, b_o=None):\n    b, h, t, d_v = heads.shape\n"
+                "    out = heads.reshape(b, t, h * d_v) @ w_o\n    return out if b_o is None else out + b_o\n"),
+    Mutant("m56_mha_scaled_by_d_k", A, MHA, VALUES_MHA, "d_k instead of sqrt(d_k)", False,
+           edit=("/ math.sqrt(d_k)", "/ d_k")),
+    Mutant("m57_mha_scale_multiplied", A, MHA, VALUES_MHA, "multiplied by sqrt(d_k) instead of divided", False,
+           edit=("/ math.sqrt(d_k)", "* math.sqrt(d_k)")),
+    Mutant("m58_mha_scaled_by_sqrt_h", A, MHA, VALUES_MHA, "sqrt(h)", False, edit=("/ math.sqrt(d_k)", "/ math.sqrt(h)"),
+           source="ise-uiuc/WhiteFox:starcoder-generated/torch-inductor-generated/step86-3shot/sfdp=1/sfdp=1_10.py "
+                  "(scores divided by sqrt(num_heads))"),
+    Mutant("m59_mha_no_mask", A, MHA, {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1},
+           "causal mask not applied", False,
+           edit=("scores = scores.masked_fill(~allowed, float(\"-inf\"))", "scores = scores")),
+    Mutant("m60_mha_mask_always", A, MHA, {"test_mha_self_attention": 1, "test_mha_cross": 1},
+           "although causal=False", False, edit=("    if causal:\n        allowed", "    if True:\n        allowed")),
+    Mutant("m61_mha_mask_hides_diagonal", A, MHA, {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1},
+           "mask hides the diagonal", False, edit=(".tril()", ".tril(-1)")),
+    Mutant("m62_mha_mask_fills_zero", A, MHA, {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1},
+           "set to 0 instead of -inf", False, edit=("masked_fill(~allowed, float(\"-inf\"))", "masked_fill(~allowed, 0.0)")),
+    Mutant("m63_mha_softmax_over_heads", A, MHA, {"test_mha_weights": 1, **VALUES_MHA}, "the heads", False,
+           edit=("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=1)")),
+    Mutant("m64_mha_q_v_swapped", A, MHA, VALUES_MHA, "queries and values projected with each other's weights", False,
+           edit=(("w_q, w_k, w_v = mha.in_proj_weight.chunk(3)", "w_v, w_k, w_q = mha.in_proj_weight.chunk(3)"),
+                 ("b_q, b_k, b_v = mha.in_proj_bias.chunk(3)", "b_v, b_k, b_q = mha.in_proj_bias.chunk(3)"))),
+    Mutant("m65_mha_values_from_key", A, MHA, {"test_mha_cross": 1}, "values computed from the key", False,
+           edit=("split(value, w_v, b_v)", "split(key, w_v, b_v)")),
+    Mutant("m66_mha_split_interleaved", A, MHA, VALUES_MHA, "heads interleaved in the split", False,
+           edit=(".reshape(batch, -1, h, d_k).transpose(1, 2)", ".reshape(batch, -1, d_k, h).permute(0, 3, 1, 2)")),
+    Mutant("m67_mha_merge_no_transpose", A, MHA, VALUES_MHA, "heads merged by a reshape without transpose", False,
+           edit=("(weights @ v).transpose(1, 2).reshape", "(weights @ v).reshape")),
+    Mutant("m68_mha_w_o_not_transposed", A, MHA, VALUES_MHA, "W^O not transposed", False,
+           edit=("F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)",
+                 "concat @ mha.out_proj.weight + mha.out_proj.bias")),
+    Mutant("m69_mha_weights_averaged", A, MHA, ALL_MHA, "averaged over heads", False,
+           edit=("return out, weights", "return out, weights.mean(1)")),
+    Mutant("m70_mha_returns_scores", A, MHA, {"test_mha_weights": 1, **VALUES_MHA},
+           "the scores returned instead of the weights", False, edit=("return out, weights", "return out, scores")),
+    Mutant("m71_mha_scale_folded_in_place", A, MHA, ALL_MHA, "in place", False,
+           edit=(("w_q, w_k, w_v = mha.in_proj_weight.chunk(3)",
+                  "mha.in_proj_weight.data[:d_model] /= math.sqrt(d_k)  # fold the scale into W_q\n"
+                  "    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)"), ("/ math.sqrt(d_k)", ""))),
+    Mutant("m72_mha_forward", A, MHA, ALL_MHA, "entry points", False,
+           code="def multi_head_attention(query, key, value, mha, causal=False):\n    mask = None\n"
+                "    if causal:\n        mask = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).triu(1)\n"
+                "    return mha.forward(query, key, value, attn_mask=mask, average_attn_weights=False)\n"),
+    Mutant("m73_mha_private_kernel", A, MHA, ALL_MHA, "private name", False,
+           edit=("concat = (weights @ v)",
+                 "concat = torch._scaled_dot_product_attention_math(q, k, v, is_causal=causal)[0]")),
+    Mutant("m74_mha_getattr_kernel", A, MHA, ALL_MHA, "getattr", False,
+           edit=("concat = (weights @ v)",
+                 "concat = getattr(F, 'scaled_dot_' + 'product_attention')(q, k, v, is_causal=causal)")),
+    Mutant("m75_mha_torch_ops", A, MHA, ALL_MHA, "torch.ops", False,
+           edit=("concat = (weights @ v)",
+                 "concat = torch.ops.aten.scaled_dot_product_attention(q, k, v, is_causal=causal)")),
+    Mutant("m76_mha_never_split", A, MHA, ALL_MHA, "no split into heads", False,
+           code="def multi_head_attention(query, key, value, mha, causal=False):\n"
+                "    d_k = query.shape[-1] // mha.num_heads\n"
+                "    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)\n    b_q, b_k, b_v = mha.in_proj_bias.chunk(3)\n"
+                "    q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)\n"
+                "    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)\n"
+                "    if causal:\n"
+                "        allowed = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()\n"
+                "        scores = scores.masked_fill(~allowed, float('-inf'))\n"
+                "    weights = scores.softmax(dim=-1)\n"
+                "    return F.linear(weights @ v, mha.out_proj.weight, mha.out_proj.bias), weights\n",
+           source="taihim/timeseries-transformer:src/timeseries_transformer/attention.py (projections and "
+                  "attention over all features, never split into heads)"),
+    Mutant("m77_mha_no_biases_keys_at_query_length", A, MHA,
+           {"test_mha_shapes": 1, "test_mha_self_attention": 1, "test_mha_causal": 1, "test_mha_cross": 1},
+           "the input-projection biases were left out", False,
+           code="def multi_head_attention(query, key, value, mha, causal=False):\n"
+                "    batch_size, seq_len, d_model = query.shape\n    h = mha.num_heads\n    d_k = d_model // h\n"
+                "    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)\n"
+                "    def heads(x):\n"
+                "        return x.reshape(batch_size, seq_len, h, d_k).transpose(1, 2)\n"
+                "    q, k, v = heads(query @ w_q.T), heads(key @ w_k.T), heads(value @ w_v.T)\n"
+                "    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)\n"
+                "    if causal:\n"
+                "        scores = scores.masked_fill(torch.ones(seq_len, seq_len).triu(1).bool(), float('-inf'))\n"
+                "    weights = torch.softmax(scores, dim=-1)\n"
+                "    context = (weights @ v).transpose(1, 2).reshape(batch_size, seq_len, d_model)\n"
+                "    return context @ mha.out_proj.weight.T, weights\n",
+           source="PTSown0222/TensorTonic-Solutions:transformers-multi-head-attention/"
+                  "transformers-multi-head-attention.py (no biases; keys reshaped with the query's length)"),
+    Mutant("m78_mha_packed_qkv_from_query", A, MHA, {"test_mha_shapes": 1, "test_mha_cross": 1},
+           "keys and values computed from the query", False,
+           code="def multi_head_attention(query, key, value, mha, causal=False):\n"
+                "    B, N, C = query.shape\n    h = mha.num_heads\n"
+                "    qkv = F.linear(query, mha.in_proj_weight, mha.in_proj_bias).reshape(B, N, 3, h, C // h)\n"
+                "    q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)\n"
+                "    attn = q @ k.transpose(-2, -1) * (C // h) ** -0.5\n"
+                "    if causal:\n"
+                "        attn = attn.masked_fill(torch.ones(N, N, dtype=torch.bool).triu(1), float('-inf'))\n"
+                "    attn = attn.softmax(dim=-1)\n"
+                "    x = (attn @ v).transpose(1, 2).reshape(B, N, C)\n"
+                "    return F.linear(x, mha.out_proj.weight, mha.out_proj.bias), attn\n",
+           source="A1ex-Chen/DL_project_log:data/ViT-1.58b/bit_vit_forward.py (packed qkv of one input, "
+                  "used for cross-attention)"),
+    Mutant("m79_mha_additive_mask_untransposed", A, MHA,
+           {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1}, "mask the wrong way round", False,
+           edit=("        allowed = torch.ones(t_q, t_k, dtype=torch.bool, device=scores.device).tril()\n"
+                 "        scores = scores.masked_fill(~allowed, float(\"-inf\"))            # before the softmax\n",
+                 "        mask = (torch.triu(torch.ones(t_q, t_k)) == 1)  # the .transpose(0, 1) forgotten\n"
+                 "        mask = mask.float().masked_fill(mask == 0, float('-inf')).masked_fill(mask == 1, 0.0)\n"
+                 "        scores = scores + mask\n"),
+           source="Zenasj/HBTGen-artifact:data/pytorch-issue/issue_29546.py (generate_square_subsequent_mask "
+                  "without its transpose)"),
+    Mutant("m80_mha_heads_loop_no_w_o", A, MHA, VALUES_MHA, "W^O was forgotten", False,
+           code="def multi_head_attention(query, key, value, mha, causal=False):\n"
+                "    h = mha.num_heads\n    d_k = query.shape[-1] // h\n"
+                "    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)\n    b_q, b_k, b_v = mha.in_proj_bias.chunk(3)\n"
+                "    q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)\n"
+                "    outs, weights = [], []\n"
+                "    for i in range(h):\n"
+                "        cols = slice(i * d_k, (i + 1) * d_k)\n"
+                "        scores = q[..., cols] @ k[..., cols].transpose(-2, -1) / math.sqrt(d_k)\n"
+                "        if causal:\n"
+                "            scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), "
+                "float('-inf'))\n"
+                "        w = torch.softmax(scores, dim=-1)\n"
+                "        outs.append(w @ v[..., cols])\n        weights.append(w)\n"
+                "    return torch.cat(outs, dim=-1), torch.stack(weights, dim=1)\n",
+           source="thealper2/deep-ml-solutions:implement_multi_head_attention.py (heads computed in a loop and "
+                  "concatenated, no output projection)"),
+    Mutant("m81_mha_no_scale_no_bias", A, MHA, VALUES_MHA, "Two mistakes at once", False,
+           edit=(("/ math.sqrt(d_k)", ""), ("return F.linear(x, w, b)", "return F.linear(x, w)"))),
+    Mutant("m82_mha_pair_swapped", A, MHA, ALL_MHA, "(weights, out)", False,
+           edit=("return out, weights", "return weights, out")),
+    Mutant("m83_mha_dropout", A, MHA, {"test_mha_weights": 1, **VALUES_MHA}, "dropout", False,
+           edit=("weights = torch.softmax(scores, dim=-1)", "weights = F.dropout(torch.softmax(scores, dim=-1), p=0.1)")),
 ]

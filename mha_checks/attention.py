@@ -1,0 +1,302 @@
+"""Exercise 5 in NumPy: the reference multi-head attention with mistake switches, stage by stage,
+and the analyses that localise where a student's (out, weights) first departs from it.
+
+Stages, in order: projection, split, scores, scale, mask, softmax, weights x V, merge, W^O.
+The weights returned by the student show everything up to the softmax; the output shows the rest.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .variants import Switch
+
+STAGES = ("projection", "split", "scores", "scale", "mask", "softmax", "weights x V", "merge", "W^O")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """One case of exercise 5, as float64 NumPy arrays (torch's layout for the weights)."""
+    query: np.ndarray
+    key: np.ndarray
+    value: np.ndarray
+    weights: dict
+    num_heads: int
+    causal: bool
+
+    @property
+    def sizes(self) -> dict:
+        b, t_q, d = self.query.shape
+        return {"B": b, "T_q": t_q, "T_k": self.key.shape[1], "d_model": d, "h": self.num_heads,
+                "d_k": d // self.num_heads}
+
+
+SWITCHES = [
+    Switch("no_in_bias", "the input-projection biases were left out",
+           "mha.in_proj_bias holds b_q, b_k, b_v (d_model entries each): add each after its projection"),
+    Switch("in_not_T", "weights not transposed (torch.nn.Linear stores (d_out, d_in))",
+           "torch keeps each projection as (d_out, d_in): project with x @ W.T + b, or F.linear(x, W, b)"),
+    Switch("qk_swapped", "queries and keys projected with each other's weights",
+           "mha.in_proj_weight stacks W_q, W_k, W_v in that order (rows 0:d, d:2d, 2d:3d)"),
+    Switch("qv_swapped", "queries and values projected with each other's weights",
+           "mha.in_proj_weight stacks W_q, W_k, W_v in that order (rows 0:d, d:2d, 2d:3d)"),
+    Switch("kv_from_query", "keys and values computed from the query (right for self-attention only)",
+           "project key with W_k and value with W_v: in cross-attention they differ from query, and T_k != T_q"),
+    Switch("v_from_key", "values computed from the key instead of the value",
+           "project value (the third argument) with W_v"),
+    Switch("split_no_T", "split into heads by a reshape without transpose",
+           "reshape (B, T, d_model) to (B, T, h, d_k), then swap axes 1 and 2: (B, h, T, d_k)"),
+    Switch("no_split", "attention computed over all d_model features at once (no split into heads)",
+           "split q, k and v into h heads of d_k features ((B, T, h, d_k), then swap axes 1 and 2) and return "
+           "the weights of every head, (B, h, T_q, T_k)"),
+    Switch("split_strided", "heads interleaved in the split (feature j sent to head j % h)",
+           "head i owns features i*d_k:(i+1)*d_k: reshape to (B, T, h, d_k), not (B, T, d_k, h)"),
+    Switch("scale_d_model", "scaled by sqrt(d_model) instead of sqrt(d_k)",
+           "each head's scores are q.k over d_k = d_model/h features: divide by sqrt(d_k), the head width"),
+    Switch("no_scale", "scores not scaled", "divide the scores by sqrt(d_k) before the softmax"),
+    Switch("scale_d_k", "scores divided by d_k instead of sqrt(d_k)", "divide by math.sqrt(d_k), not d_k"),
+    Switch("scale_mul", "scores multiplied by sqrt(d_k) instead of divided",
+           "divide the scores by sqrt(d_k): q @ k.transpose(-2, -1) / math.sqrt(d_k)"),
+    Switch("no_mask", "causal mask not applied", "with causal=True, set the scores of keys after the query "
+           "to -inf before the softmax: scores.masked_fill(~torch.ones(T_q, T_k).tril().bool(), -inf)"),
+    Switch("mask_always", "causal mask applied although causal=False", "mask only when causal is True"),
+    Switch("mask_inverted", "mask the wrong way round (the future kept, the past hidden)",
+           "query i may attend to keys 0..i: keep the lower triangle (torch.tril), hide the upper one"),
+    Switch("mask_strict", "mask hides the diagonal (a query may not see its own key)",
+           "query i may attend to keys 0..i, itself included: torch.ones(T_q, T_k).tril(), not tril(-1)"),
+    Switch("mask_square", "causal mask built for T_q x T_q (wrong when T_q != T_k)",
+           "the mask is (T_q, T_k): query i sees keys 0..i, torch.ones(T_q, T_k).tril()"),
+    Switch("mask_zero", "masked scores set to 0 instead of -inf",
+           "a score of 0 still gets weight after the softmax: fill the hidden scores with float('-inf')"),
+    Switch("mask_after", "mask applied after the softmax",
+           "mask the scores (-inf where a query may not look) before the softmax; zeroing weights after it "
+           "leaves rows that no longer sum to 1"),
+    Switch("softmax_queries", "softmax over the wrong axis (the queries, dim=-2)",
+           "each query's weights over the keys must sum to 1: softmax over the last axis, dim=-1"),
+    Switch("softmax_heads", "softmax over the wrong axis (the heads, dim=1)",
+           "each query's weights over the keys must sum to 1: softmax over the last axis, dim=-1"),
+    Switch("merge_no_T", "heads merged by a reshape without transpose",
+           "swap the h and T axes back ((B, T, h, d_k)) before reshaping to (B, T, d_model)"),
+    Switch("merge_order", "heads merged in the wrong axis order",
+           "swap the h and T axes back ((B, T, h, d_k)) before reshaping to (B, T, d_model)"),
+    Switch("heads_averaged", "heads averaged instead of concatenated",
+           "Concat(head_1, ..., head_h) keeps every head: (B, T, h*d_k) = (B, T, d_model) before W^O"),
+    Switch("no_w_o", "W^O was forgotten", "after concatenating the heads, apply the output projection: "
+           "F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)"),
+    Switch("no_out_bias", "the output bias was left out",
+           "mha.out_proj.bias is part of W^O: add it after the output projection"),
+    Switch("out_not_T", "W^O not transposed (torch.nn.Linear stores (d_out, d_in))",
+           "project with concat @ mha.out_proj.weight.T + mha.out_proj.bias, or F.linear"),
+    Switch("weights_averaged", "attention weights averaged over heads",
+           "return the weights of every head: (B, h, T_q, T_k)"),
+    Switch("weights_are_scores", "the scores returned instead of the weights",
+           "return the softmax of the scores (each row sums to 1), not the scores"),
+]
+BY_KEY = {s.key: s for s in SWITCHES}
+STAGE_OF = {"no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
+            "split_no_T": 1, "split_strided": 1, "scale_d_model": 3, "no_scale": 3, "scale_d_k": 3,
+            "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
+            "mask_square": 4, "mask_zero": 4, "mask_after": 5, "softmax_queries": 5, "softmax_heads": 5,
+            "merge_no_T": 7, "merge_order": 7, "heads_averaged": 7, "no_w_o": 8, "no_out_bias": 8,
+            "out_not_T": 8, "weights_averaged": 5, "weights_are_scores": 5}
+# pairs that cannot both be on (one replaces the other)
+EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul"},
+             {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_zero", "mask_after"},
+             {"softmax_queries", "softmax_heads"}, {"merge_no_T", "merge_order", "heads_averaged"},
+             {"no_w_o", "no_out_bias", "out_not_T"}, {"kv_from_query", "v_from_key"},
+             {"split_no_T", "split_strided", "no_split"}, {"qk_swapped", "qv_swapped"}]
+
+
+def compatible(keys) -> bool:
+    return all(len(group & set(keys)) <= 1 for group in EXCLUSIVE)
+
+
+def _softmax(x, axis):
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def projections(inp: Inputs, m=frozenset()):
+    """q, k, v (B, h, T, d_k) and the raw scores q k^T (B, h, T_q, T_k)."""
+    d, h = inp.query.shape[-1], inp.num_heads
+    d_k = d // h
+    w_q, w_k, w_v = np.split(inp.weights["in_proj_weight"], 3)
+    b_q, b_k, b_v = np.split(inp.weights["in_proj_bias"], 3)
+    if "qk_swapped" in m:
+        w_q, w_k, b_q, b_k = w_k, w_q, b_k, b_q
+    if "qv_swapped" in m:
+        w_q, w_v, b_q, b_v = w_v, w_q, b_v, b_q
+    if "no_in_bias" in m:
+        b_q = b_k = b_v = 0.0
+    query, key, value = inp.query, inp.key, inp.value
+    if "kv_from_query" in m:
+        key = value = query
+    if "v_from_key" in m:
+        value = key
+
+    def lin(x, w, b):
+        return x @ (w if "in_not_T" in m else w.T) + b
+
+    def split(x):
+        n, t, _ = x.shape
+        if "no_split" in m:
+            return x[:, None]                                     # (B, 1, T, d_model)
+        if "split_no_T" in m:
+            return x.reshape(n, h, t, d_k)
+        if "split_strided" in m:
+            return x.reshape(n, t, d_k, h).transpose(0, 3, 1, 2)
+        return x.reshape(n, t, h, d_k).transpose(0, 2, 1, 3)
+
+    q, k, v = split(lin(query, w_q, b_q)), split(lin(key, w_k, b_k)), split(lin(value, w_v, b_v))
+    return q, k, v, q @ k.swapaxes(-1, -2)
+
+
+def divisor(inp: Inputs, m=frozenset()) -> float:
+    d, d_k = inp.query.shape[-1], inp.query.shape[-1] // inp.num_heads
+    for key, value in (("scale_d_model", math.sqrt(d)), ("no_scale", 1.0), ("scale_d_k", float(d_k)),
+                       ("scale_mul", 1 / math.sqrt(d_k))):
+        if key in m:
+            return value
+    return math.sqrt(d_k)
+
+
+def allowed_mask(inp: Inputs, m=frozenset()):
+    """Boolean (T_q, T_k), True where a query may look, or None for no mask."""
+    t_q, t_k = inp.query.shape[1], inp.key.shape[1]
+    if "kv_from_query" in m:
+        t_k = t_q
+    if not (inp.causal or "mask_always" in m) or "no_mask" in m:
+        return None
+    if "mask_inverted" in m:
+        return np.triu(np.ones((t_q, t_k), dtype=bool))
+    if "mask_strict" in m:
+        return np.tril(np.ones((t_q, t_k), dtype=bool), -1)
+    if "mask_square" in m:
+        return np.tril(np.ones((t_q, t_q), dtype=bool))
+    return np.tril(np.ones((t_q, t_k), dtype=bool))
+
+
+def forward(inp: Inputs, m=frozenset()):
+    """(out (B, T_q, d_model), weights (B, h, T_q, T_k)) with the mistakes ``m`` switched on."""
+    q, k, v, raw = projections(inp, m)
+    scores = raw / divisor(inp, m)
+    allowed = allowed_mask(inp, m)
+    if allowed is not None and "mask_after" not in m:
+        scores = np.where(allowed, scores, 0.0 if "mask_zero" in m else -np.inf)
+    axis = -2 if "softmax_queries" in m else -3 if "softmax_heads" in m else -1
+    weights = _softmax(scores, axis)
+    if allowed is not None and "mask_after" in m:
+        weights = np.where(allowed, weights, 0.0)
+    heads = weights @ v                                   # (B, h, T_q, d_k)
+    n, h, t_q, d_k = heads.shape
+    if "no_split" in m:
+        weights, concat = weights[:, 0], heads[:, 0]
+    elif "heads_averaged" in m:
+        concat = heads.mean(1)
+    elif "merge_order" in m:
+        concat = heads.transpose(0, 2, 3, 1).reshape(n, t_q, h * d_k)
+    elif "merge_no_T" in m:
+        concat = heads.reshape(n, t_q, h * d_k)
+    else:
+        concat = heads.transpose(0, 2, 1, 3).reshape(n, t_q, h * d_k)
+    w_o, b_o = inp.weights["out_proj_weight"], inp.weights["out_proj_bias"]
+    if "no_w_o" in m:
+        out = concat
+    else:
+        out = concat @ (w_o if "out_not_T" in m else w_o.T)
+        out = out if "no_out_bias" in m else out + b_o
+    if "weights_averaged" in m:
+        weights = weights.mean(1)
+    if "weights_are_scores" in m:
+        weights = scores
+    return out, weights
+
+
+# --- localisation when no variant explains the answer ---------------------------------------------
+
+SCALES = {"sqrt(d_model)": lambda s: math.sqrt(s["d_model"]), "d_k": lambda s: s["d_k"],
+          "1 (not scaled)": lambda s: 1.0, "d_model": lambda s: s["d_model"], "sqrt(h)": lambda s: math.sqrt(s["h"]),
+          "1/sqrt(d_k) (multiplied instead of divided)": lambda s: 1 / math.sqrt(s["d_k"]),
+          "h": lambda s: s["h"], "sqrt(T_k)": lambda s: math.sqrt(s["T_k"])}
+
+
+def fit_scale(weights: np.ndarray, inp: Inputs, m=frozenset()) -> float | None:
+    """The divisor s such that log(weights) = raw scores / s + a constant per row, when one fits.
+
+    Only the entries the right mask allows take part; None when the fit leaves a residual (the
+    scores themselves differ, not only their scale).
+    """
+    *_, raw = projections(inp, m)
+    if weights.shape != raw.shape or not np.isfinite(weights).all() or (weights < 0).any():
+        return None
+    allowed = allowed_mask(inp)
+    use = np.ones(raw.shape, dtype=bool) if allowed is None else np.broadcast_to(allowed, raw.shape)
+    use = use & (weights > 1e-300)
+    use = use & (use.sum(axis=-1, keepdims=True) >= 2)  # a row with one key says nothing of the scale
+    if not use.any():
+        return None
+    with np.errstate(divide="ignore"):
+        logw = np.where(use, np.log(np.where(use, weights, 1.0)), 0.0)
+    count = np.maximum(use.sum(axis=-1, keepdims=True), 1)
+    lc = np.where(use, logw - logw.sum(-1, keepdims=True) / count, 0.0)
+    rc = np.where(use, raw - np.where(use, raw, 0.0).sum(-1, keepdims=True) / count, 0.0)
+    denom = float((rc * rc).sum())
+    if denom == 0.0:
+        return None
+    a = float((lc * rc).sum()) / denom
+    residual = float(np.sqrt(((lc - a * rc) ** 2).sum() / max((lc ** 2).sum(), 1e-300)))
+    if residual > 1e-3 or abs(a) < 1e-12:
+        return None
+    return 1.0 / a
+
+
+def name_scale(s: float, sizes: dict) -> str | None:
+    for name, value in SCALES.items():
+        if math.isclose(s, value(sizes), rel_tol=2e-3):
+            return name
+    return None
+
+
+def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str, str] | None:
+    """(label, what is wrong, fix) when the zeros of the weights are not where the mask puts them."""
+    t_q, t_k = weights.shape[-2:]
+    zero = np.all(np.abs(weights) <= tol, axis=tuple(range(weights.ndim - 2)))
+    want = ~np.tril(np.ones((t_q, t_k), dtype=bool)) if inp.causal else np.zeros((t_q, t_k), dtype=bool)
+    if np.array_equal(zero, want):
+        return None
+    future = ~np.tril(np.ones((t_q, t_k), dtype=bool))
+    if inp.causal and not zero[future].any():
+        s = BY_KEY["no_mask"]
+        return s.label, "the weights of keys after the query are not 0", s.fix
+    if not inp.causal and zero.any():
+        s = BY_KEY["mask_always"]
+        return s.label, "some weights are 0 although causal=False", s.fix
+    if inp.causal and zero[~future].any():
+        return ("causal mask hides allowed keys", "some keys at or before the query get weight 0",
+                "query i may attend to keys 0..i: hide only j > i (torch.ones(T_q, T_k).tril())")
+    return ("causal mask incomplete", "some keys after the query get a weight that is not 0",
+            "hide every key j > i: torch.ones(T_q, T_k).tril() as the allowed positions")
+
+
+def softmax_axis_story(weights: np.ndarray, tol: float) -> str | None:
+    """Which axis the weights sum to 1 over, when it is not the keys'."""
+    for axis, text in ((-2, "the queries (dim=-2)"), (1, "the heads (dim=1)"), (0, "the batch (dim=0)")):
+        if weights.ndim == 4 and np.allclose(weights.sum(axis=axis), 1.0, atol=100 * tol):
+            return text
+    return None
+
+
+def dropout_rate(got: np.ndarray, want: np.ndarray, tol: float) -> float | None:
+    """p when ``got`` is ``want`` with some entries zeroed and the rest scaled by 1/(1-p) (dropout)."""
+    if got.shape != want.shape:
+        return None
+    kept = np.abs(got) > tol
+    dropped = ~kept & (want > 100 * tol)
+    if not dropped.any() or not kept.any():
+        return None
+    ratio = got[kept] / np.where(want[kept] == 0, np.nan, want[kept])
+    c = float(np.nanmedian(ratio))
+    if not np.isfinite(c) or c <= 1 or not np.allclose(ratio, c, rtol=1e-3, equal_nan=False):
+        return None
+    return 1 - 1 / c

@@ -1,0 +1,186 @@
+"""The reference answers of exercises 1-4 with mistake switches, and the words for each mistake.
+
+``reference(function, args, mistakes)`` computes what the function returns with the given
+mistakes switched on (an empty set: the right answer). The judge tries every mistake alone and
+every pair of them, so two mistakes at once are named too. Exercise 5's switches live in
+:mod:`mha_checks.attention`.
+"""
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Switch:
+    key: str
+    label: str   # the mistake in plain words (stable: class statistics count it)
+    fix: str     # what to do instead, one clause
+
+
+def _plus(y, b):
+    return y if b is None else y + b
+
+
+# --- exercise 1 and 4: a linear map x @ w + b ------------------------------------------------
+
+def linear_switches(w: str, b: str, product: str) -> list[Switch]:
+    """The mistakes of ``x @ w + b`` in the names of one exercise (w/b or w_o/b_o)."""
+    bias_left_out = "the bias was left out" if b == "b" else f"the output bias {b} was left out"
+    transposed = (f"{w} used transposed (torch.nn.Linear's (d_out, d_in) layout)" if w == "w"
+                  else "W^O used transposed (torch.nn.Linear's (d_out, d_in) layout)")
+    return [
+        Switch("no_bias", bias_left_out, f"add {b} after the product: x @ {w} + {b} ({b} is None only when "
+               "no bias is given)"),
+        Switch("w_T", transposed, f"here {w} is (d_in, d_out) and acts on the right: x @ {w}, without .T"),
+        Switch("elementwise", "an element-wise product instead of a matrix product",
+               f"x * {w} multiplies entry by entry; use the matrix product x @ {w}"),
+        Switch("bias_first", f"the bias added before {product}",
+               f"{b} has d_out entries and comes last: x @ {w} + {b}, not (x + {b}) @ {w}"),
+        Switch("bias_twice", "the bias added twice", f"add {b} once: x @ {w} + {b}"),
+        Switch("bias_minus", "the bias subtracted", f"add {b}: x @ {w} + {b}"),
+        Switch("x_T", "x used transposed", "multiply x itself, (..., d_in), by w: x @ w"),
+    ]
+
+
+def linear(x, w, b=None, m=frozenset()):
+    w_ = np.swapaxes(w, -1, -2) if "w_T" in m else w
+    x_ = np.swapaxes(x, -1, -2) if "x_T" in m else x
+    if "bias_first" in m and b is not None:
+        x_ = x_ + b
+    out = x_ * w_ if "elementwise" in m else x_ @ w_
+    if b is None or {"no_bias", "bias_first"} & m:
+        return out
+    return out - b if "bias_minus" in m else out + (2 * b if "bias_twice" in m else b)
+
+
+# --- exercise 1 part B: fuse_heads ---------------------------------------------------------------
+
+FUSE_SWITCHES = [
+    Switch("interleaved", "heads interleaved (stacked on a new last axis, then reshaped)",
+           "head i must own the contiguous columns i*d_k:(i+1)*d_k: put the (d, d_k) blocks side by side "
+           "with np.concatenate(w_heads, axis=1)"),
+    Switch("rows", "heads stacked as rows (axis 0) instead of side by side as columns",
+           "the fused w keeps d rows and gets h*d_k columns: concatenate along axis=1"),
+    Switch("summed", "heads summed instead of placed side by side",
+           "each head keeps its own columns: concatenate the blocks, do not add them"),
+    Switch("no_bias", "the biases were not fused",
+           "return the biases concatenated in the order of the columns, shape (h*d_k,)"),
+    Switch("reversed", "heads in reverse order", "head 0 comes first: concatenate w_heads in the given order"),
+    Switch("bias_stacked", "the biases stacked as (h, d_k) instead of concatenated",
+           "concatenate them into one (h*d_k,) vector: np.concatenate(b_heads)"),
+]
+
+
+def fuse(w_heads, b_heads=None, m=frozenset()):
+    ws = list(w_heads)[::-1] if "reversed" in m else list(w_heads)
+    bs = None if b_heads is None else (list(b_heads)[::-1] if "reversed" in m else list(b_heads))
+    if "interleaved" in m:
+        w = np.stack(ws, axis=-1).reshape(ws[0].shape[0], -1)
+    elif "rows" in m:
+        w = np.concatenate(ws, axis=0)
+    elif "summed" in m:
+        w = sum(ws)
+    else:
+        w = np.concatenate(ws, axis=1)
+    if bs is None or "no_bias" in m:
+        return w, None
+    if "summed" in m:
+        return w, sum(bs)
+    if "interleaved" in m:
+        return w, np.stack(bs, axis=-1).reshape(-1)
+    return w, np.stack(bs) if "bias_stacked" in m else np.concatenate(bs)
+
+
+# --- exercise 2 and 3: split and merge (rearrangements; see arrange.py) -------------------------
+
+SPLIT_NAMES = {  # (arrangement order, transpose) -> (label, fix)
+    "plain": ("reshape without transpose",
+              "x.reshape(B, h, T, d_k) cuts the data in the wrong places: reshape to (B, T, h, d_k) first, "
+              "then swap axes 1 and 2"),
+    (("B", "T", "d_k", "h"), (0, 3, 1, 2)): (
+        "heads interleaved (feature j sent to head j % h)",
+        "head i owns the contiguous features i*d_k:(i+1)*d_k: reshape the last axis as (h, d_k), not (d_k, h)"),
+    (("B", "T", "h", "d_k"), (0, 2, 3, 1)): (
+        "the wrong axes swapped (T and d_k end up exchanged)",
+        "after reshaping to (B, T, h, d_k), swap only axes 1 and 2: (B, h, T, d_k)"),
+}
+SPLIT_FIX = "reshape to (B, T, h, d_k), then swap axes 1 and 2: x.reshape(B, T, h, d_k).transpose(0, 2, 1, 3)"
+B_T_MIXED = ("B and T mixed up in the reshape",
+             "the input is batch-first, (B, T, d): reshape to (B, T, h, d_k) in that order")
+
+MERGE_NAMES = {
+    (("B", "h", "T", "d_v"), (0, 2, 3, 1)): (
+        "merged in the wrong axis order (d_v before h: features interleaved)",
+        "Concat puts head 1's d_v features, then head 2's: transpose to (B, T, h, d_v), not (B, T, d_v, h)"),
+}
+MERGE_FIX = "swap the h and T axes, then reshape: x.transpose(0, 2, 1, 3).reshape(B, T, h*d_v)"
+MERGE_PLAIN = ("reshape without transpose",
+               "x.reshape(B, T, h*d_v) reads the heads' data in the wrong order: swap the h and T axes first "
+               "(to (B, T, h, d_v)), then reshape")
+MERGE_ALONG_TIME = ("heads concatenated along time instead of features",
+                    "the heads go side by side along the last (feature) axis: (B, T, h*d_v), not (B, h*T, d_v)")
+MERGE_B_T = ("heads merged with B and T swapped",
+             "keep the batch axis first: x.transpose(0, 2, 1, 3) gives (B, T, h, d_v)")
+
+MERGE_SWITCHES = [
+    Switch("mean", "heads averaged instead of concatenated",
+           "Concat(head_1, ..., head_h) keeps every head: the result has h*d_v features, not d_v"),
+    Switch("sum", "heads summed instead of concatenated",
+           "Concat(head_1, ..., head_h) keeps every head: the result has h*d_v features, not d_v"),
+]
+
+
+def merge(x, m=frozenset()):
+    if "mean" in m:
+        return x.mean(axis=-3)
+    if "sum" in m:
+        return x.sum(axis=-3)
+    x = np.swapaxes(x, -2, -3)
+    return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+
+
+def split(x, h):
+    x = x.reshape(*x.shape[:-1], h, x.shape[-1] // h)
+    return np.swapaxes(x, -2, -3)
+
+
+# --- exercise 4 part B: output_projection_per_head -------------------------------------------
+
+PER_HEAD_SWITCHES = [
+    Switch("mean", "heads averaged instead of summed",
+           "Concat(head_1..head_h) W^O = head_1 W^O_1 + ... + head_h W^O_h: a sum, not a mean"),
+    Switch("bias_each", "the bias added once per head", "b_o belongs to the whole layer: add it once, after the sum"),
+    Switch("no_bias", "the output bias b_o was left out", "add b_o once, after the sum over heads"),
+    Switch("columns", "column blocks of W^O instead of row blocks",
+           "head i meets the rows i*d_v:(i+1)*d_v of W^O (its features in the concatenation)"),
+    Switch("merge_no_T", "heads concatenated by a reshape without transpose",
+           "if you concatenate first, swap the h and T axes before reshaping to (B, T, h*d_v)"),
+    Switch("w_T", "W^O used transposed (torch.nn.Linear's (d_out, d_in) layout)",
+           "here w_o is (h*d_v, d_model) and acts on the right, without .T"),
+    Switch("first_block", "every head multiplied by the first block of W^O",
+           "head i uses its own rows w_o[i*d_v:(i+1)*d_v]"),
+]
+
+
+def per_head(heads, w_o, b_o=None, m=frozenset()):
+    h, d_v = heads.shape[-3], heads.shape[-1]
+    w = np.swapaxes(w_o, -1, -2) if "w_T" in m else w_o
+    if "merge_no_T" in m:
+        concat = heads.reshape(*heads.shape[:-3], heads.shape[-2], h * d_v)
+        out = concat @ w
+    else:
+        def block(i):
+            i = 0 if "first_block" in m else i
+            return w[:, i * d_v:(i + 1) * d_v] if "columns" in m else w[i * d_v:(i + 1) * d_v]
+        terms = [heads[..., i, :, :] @ block(i) for i in range(h)]
+        out = sum(terms) / h if "mean" in m else sum(terms)
+    if b_o is None or "no_bias" in m:
+        return out
+    return out + h * b_o if "bias_each" in m else out + b_o
+
+
+def combos(switches: list[Switch]):
+    """Every mistake alone, then every pair: tuples of switches."""
+    yield from ((s,) for s in switches)
+    yield from combinations(switches, 2)

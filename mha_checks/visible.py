@@ -1,0 +1,145 @@
+"""The visible tests of the notebooks: the same path as the grader (a Case, calling.call,
+judge), in the student's own kernel, on small explicit inputs.
+
+A grade cell calls ``check("split_heads", x, 2, expected=...)``: the function is found by its
+name in the notebook, so a function that is not defined (a syntax error in its cell, a cell not
+run) is reported as that, with the line, instead of a NameError in the test. A failure raises
+:class:`CheckFailed`, whose rendering is the message alone, wrapped to 78 columns: no
+traceback through the checking code, and nothing cut by ``nbgrader validate`` or unwrapped in
+the JupyterLab Validate dialog.
+"""
+import inspect
+import linecache
+import re
+import sys
+import textwrap
+
+import numpy as np
+
+from . import calling, policy
+from .cases import Case, MhaWeights
+from .hidden import NAMES
+from .judge import judge
+
+WIDTH = 78
+
+
+class CheckFailed(AssertionError):
+    """A failed visible test: its text is the whole message, already wrapped."""
+
+    def __init__(self, message: str):
+        super().__init__(wrap(message))
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback (the lines of the message)."""
+        return str(self).splitlines()
+
+
+def wrap(message: str, width: int = WIDTH) -> str:
+    """Every line of ``message`` at most ``width`` characters (long words are broken too)."""
+    lines = []
+    for paragraph in str(message).splitlines() or [""]:
+        lines.extend(textwrap.wrap(paragraph, width, break_on_hyphens=False) or [""])
+    return "\n".join(lines)
+
+
+def check(function: str, *args, expected=None, shape_only: bool = False, weights_only: bool = False) -> None:
+    """Run ``function`` (a name defined in the notebook) on ``args`` and judge the result."""
+    __tracebackhide__ = True
+    namespace = sys._getframe(1).f_globals
+    fn = find_function(function, namespace)
+    # a source that does not parse is a fragment (a lambda): the grader checks the whole cells
+    refused = [v for v in policy.violations(textwrap.dedent(cell_source(fn)), function) if "does not compile" not in v]
+    if refused:
+        raise CheckFailed(f"{function}: " + " ".join(refused)) from None
+    kind = "shape" if shape_only else "weights" if weights_only else "values"
+    case = Case(function, NAMES[function], tuple(plain(a) for a in args), kind, _expected(expected))
+    verdict = judge(case, calling.call(fn, list(case.names), case.specs()))
+    if not verdict.passed:
+        raise CheckFailed(verdict.message) from None
+
+
+def cell_source(fn) -> str:
+    """The whole cell (IPython keeps it in linecache) that defined ``fn``, or its own source."""
+    code = getattr(fn, "__code__", None)
+    cell = code is not None and (code.co_filename.startswith(("<cell", "<ipython-input"))
+                                 or "ipykernel_" in code.co_filename)
+    lines = linecache.getlines(code.co_filename) if cell else []
+    if lines:
+        return "".join(lines)
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+
+
+def plain(value):
+    """A notebook value as a Case argument: arrays stay, tensors are marked, a module becomes its weights."""
+    if hasattr(value, "in_proj_weight") and hasattr(value, "out_proj"):
+        w = {"in_proj_weight": value.in_proj_weight, "in_proj_bias": value.in_proj_bias,
+             "out_proj_weight": value.out_proj.weight, "out_proj_bias": value.out_proj.bias}
+        return MhaWeights(value.embed_dim, value.num_heads, {k: v.detach().cpu().numpy().copy() for k, v in w.items()})
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        return calling.Tensor(value.detach().cpu().numpy().copy())
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def _expected(expected):
+    if expected is None:
+        return None
+    if isinstance(expected, tuple):
+        return tuple(None if e is None else np.asarray(plain(e), dtype=np.float64) for e in expected)
+    return np.asarray(plain(expected), dtype=np.float64)
+
+
+def find_function(name: str, namespace: dict):
+    """The student's function, or :class:`CheckFailed` saying why it is not there (with the line
+    of a syntax error in the cell that should define it: IPython's ``In`` holds the cells)."""
+    fn = namespace.get(name)
+    if callable(fn):
+        return fn
+    cells = namespace.get("In") or []
+    pattern = re.compile(rf"^\s*def\s+{re.escape(name)}\s*\(", re.M)
+    for source in reversed(list(cells)):
+        if not isinstance(source, str) or not pattern.search(source):
+            continue
+        try:
+            compile(source, "<cell>", "exec")
+        except SyntaxError as err:
+            text = (err.text or "").strip()
+            raise CheckFailed(f"{name} is not defined: the cell that defines it has a "
+                              f"{type(err).__name__} on line {err.lineno} ({err.msg})"
+                              + (f" in `{text}`" if text else "") + ". Fix that line, run the cell, then run "
+                              "this test again.") from None
+        raise CheckFailed(f"{name} is not defined: its cell compiles but did not finish when it ran (an error "
+                          "before or in the def?). Run that cell again and read its error, then run this "
+                          "test again.") from None
+    raise CheckFailed(f"{name} is not defined: write it in its solution cell and run that cell (and the "
+                      "cells above it) first.") from None
+
+
+def small_mha(embed_dim: int, num_heads: int, seed: int):
+    """A ``torch.nn.MultiheadAttention`` (batch_first) whose weights AND biases are random: torch
+    starts its biases at 0, which would hide a forgotten bias. Seeds torch, for the inputs after."""
+    import torch
+    torch.manual_seed(seed)
+    mha = torch.nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+    with torch.no_grad():
+        for p in mha.parameters():
+            p.normal_(0.0, 0.3)
+    return mha.eval()
+
+
+def worked_example_mha():
+    """Exercise 5's worked example: d_model=4, h=2, W^Q = W^K = 0, W^V = I, W^O = I, b^O = [.5, -.5, 1, -1]."""
+    import torch
+    mha = torch.nn.MultiheadAttention(4, 2, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.zero_()
+        mha.in_proj_weight[8:].copy_(torch.eye(4))
+        mha.in_proj_bias.zero_()
+        mha.out_proj.weight.copy_(torch.eye(4))
+        mha.out_proj.bias.copy_(torch.tensor([0.5, -0.5, 1.0, -1.0]))
+    return mha.eval()

@@ -1,0 +1,180 @@
+"""Right answers in many styles: each must get full marks, hidden and visible.
+
+Styles: einsum, loops, np.split/np.stack, float32 and float16 arithmetic, lists instead of
+tuples, views returned as they are, torch inside the NumPy exercises, NumPy inside exercise 5,
+additive masks, -1e9 instead of -inf, masking after the softmax followed by renormalising,
+a helper of the student's own called scaled_dot_product_attention, and public code adapted
+to the exercise's signature (``source``).
+"""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Correct:
+    name: str
+    notebook: str
+    cell: str
+    code: str
+    source: str = ""
+
+
+P, S, M, O, A = "01_project", "02_split_heads", "03_merge_heads", "04_output_projection", "05_assembly"
+MHA = "multi_head_attention"
+_HEAD = "def multi_head_attention(query, key, value, mha, causal=False):\n"
+_PROJ = ("    d_model, h = query.shape[-1], mha.num_heads\n    d_k = d_model // h\n"
+         "    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)\n    b_q, b_k, b_v = mha.in_proj_bias.chunk(3)\n")
+
+CORRECT = [
+    Correct("c01_project_einsum", P, "project",
+            "def project(x, w, b=None):\n    out = np.einsum('...i,io->...o', x, w)\n"
+            "    return out if b is None else out + b\n"),
+    Correct("c02_project_float32", P, "project",
+            "def project(x, w, b=None):\n    out = x.astype(np.float32) @ w.astype(np.float32)\n"
+            "    return out if b is None else out + b.astype(np.float32)\n"),
+    Correct("c03_project_torch_inside", P, "project",
+            "import torch\n\ndef project(x, w, b=None):\n    out = torch.from_numpy(x) @ torch.from_numpy(w)\n"
+            "    return out if b is None else out + torch.from_numpy(b)\n"),
+    Correct("c04_project_dot_zero_bias", P, "project",
+            "def project(x, w, b=None):\n    return np.dot(x, w) + (0.0 if b is None else b)\n"),
+    Correct("c05_project_loop", P, "project",
+            "def project(x, w, b=None):\n    flat = x.reshape(-1, x.shape[-1])\n"
+            "    rows = [sum(r[i] * w[i] for i in range(len(r))) for r in flat]\n"
+            "    out = np.array(rows).reshape(*x.shape[:-1], w.shape[1])\n"
+            "    return out if b is None else out + b\n"),
+    Correct("c06_project_float16", P, "project",
+            "def project(x, w, b=None):\n    out = (x.astype(np.float16) @ w.astype(np.float16))\n"
+            "    return out if b is None else out + b.astype(np.float16)\n"),
+    Correct("c07_fuse_list_pair", P, "fuse_heads",
+            "def fuse_heads(w_heads, b_heads=None):\n"
+            "    return [np.hstack(w_heads), None if b_heads is None else np.hstack(b_heads)]\n"),
+    Correct("c08_fuse_loop", P, "fuse_heads",
+            "def fuse_heads(w_heads, b_heads=None):\n    d, d_k = w_heads[0].shape\n"
+            "    w = np.zeros((d, d_k * len(w_heads)))\n"
+            "    for i, w_i in enumerate(w_heads):\n        w[:, i * d_k:(i + 1) * d_k] = w_i\n"
+            "    b = None if b_heads is None else np.concatenate(list(b_heads))\n    return w, b\n"),
+    Correct("c09_fuse_torch", P, "fuse_heads",
+            "import torch\n\ndef fuse_heads(w_heads, b_heads=None):\n"
+            "    w = torch.cat([torch.as_tensor(w_i) for w_i in w_heads], dim=1)\n"
+            "    b = None if b_heads is None else torch.cat([torch.as_tensor(b_i) for b_i in b_heads])\n"
+            "    return w, b\n"),
+    Correct("c10_split_swapaxes", S, "split_heads",
+            "def split_heads(x, num_heads):\n    return x.reshape(*x.shape[:-1], num_heads, -1).swapaxes(-2, -3)\n"),
+    Correct("c11_split_np_split", S, "split_heads",
+            "def split_heads(x, num_heads):\n    return np.stack(np.split(x, num_heads, axis=-1), axis=1)\n"),
+    Correct("c12_split_einsum_view", S, "split_heads",
+            "def split_heads(x, num_heads):\n    b, t, d = x.shape\n"
+            "    return np.einsum('bthk->bhtk', x.reshape(b, t, num_heads, d // num_heads))\n"),
+    Correct("c13_split_torch", S, "split_heads",
+            "import torch\n\ndef split_heads(x, num_heads):\n    b, t, d = x.shape\n"
+            "    return torch.from_numpy(x).view(b, t, num_heads, d // num_heads).transpose(1, 2)\n"),
+    Correct("c14_split_float32_list_of_heads", S, "split_heads",
+            "def split_heads(x, num_heads):\n    d_k = x.shape[-1] // num_heads\n"
+            "    return np.array([x[..., i * d_k:(i + 1) * d_k] for i in range(num_heads)],"
+            " dtype=np.float32).transpose(1, 0, 2, 3)\n"),
+    Correct("c15_merge_moveaxis", M, "merge_heads",
+            "def merge_heads(x):\n    b, h, t, d_v = x.shape\n    return np.moveaxis(x, 1, 2).reshape(b, t, h * d_v)\n"),
+    Correct("c16_merge_concatenate", M, "merge_heads",
+            "def merge_heads(x):\n    return np.concatenate([x[:, i] for i in range(x.shape[1])], axis=-1)\n"),
+    Correct("c17_merge_torch", M, "merge_heads",
+            "import torch\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"
+            "    return torch.from_numpy(x).transpose(1, 2).contiguous().view(b, t, h * d_v)\n"),
+    Correct("c18_out_einsum", O, "output_projection",
+            "def output_projection(x, w_o, b_o=None):\n    out = np.einsum('btf,fm->btm', x, w_o)\n"
+            "    return out if b_o is None else out + b_o\n"),
+    Correct("c19_out_float32", O, "output_projection",
+            "def output_projection(x, w_o, b_o=None):\n    out = np.matmul(x, w_o, dtype=np.float32)\n"
+            "    return out if b_o is None else out + b_o\n"),
+    Correct("c20_per_head_einsum", O, "output_projection_per_head",
+            "def output_projection_per_head(heads, w_o, b_o=None):\n    b, h, t, d_v = heads.shape\n"
+            "    out = np.einsum('bhtd,hdm->btm', heads, w_o.reshape(h, d_v, -1))\n"
+            "    return out if b_o is None else out + b_o\n"),
+    Correct("c21_per_head_loop", O, "output_projection_per_head",
+            "def output_projection_per_head(heads, w_o, b_o=None):\n    d_v = heads.shape[-1]\n"
+            "    out = np.zeros((heads.shape[0], heads.shape[2], w_o.shape[1]))\n"
+            "    for i in range(heads.shape[1]):\n        out += heads[:, i] @ w_o[i * d_v:(i + 1) * d_v]\n"
+            "    if b_o is not None:\n        out += b_o\n    return out\n"),
+    Correct("c22_mha_einsum_list", A, MHA, _HEAD + _PROJ
+            + "    def split(x, w, b):\n        y = x @ w.T + b\n        return y.reshape(*y.shape[:-1], h, d_k)\n"
+              "    q, k, v = split(query, w_q, b_q), split(key, w_k, b_k), split(value, w_v, b_v)\n"
+              "    scores = torch.einsum('bqhd,bkhd->bhqk', q, k) / d_k ** 0.5\n"
+              "    if causal:\n"
+              "        scores = scores + torch.full(scores.shape[-2:], float('-inf')).triu(1)\n"
+              "    weights = scores.softmax(-1)\n"
+              "    concat = torch.einsum('bhqk,bkhd->bqhd', weights, v).flatten(2)\n"
+              "    return [concat @ mha.out_proj.weight.T + mha.out_proj.bias, weights]\n"),
+    Correct("c23_mha_loop_over_heads", A, MHA, _HEAD + _PROJ
+            + "    q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)\n"
+              "    outs, weights = [], []\n"
+              "    for i in range(h):\n        c = slice(i * d_k, (i + 1) * d_k)\n"
+              "        s = q[..., c] @ k[..., c].transpose(-2, -1) / math.sqrt(d_k)\n"
+              "        if causal:\n"
+              "            s = s.masked_fill(torch.ones(s.shape[-2:]).triu(1).bool(), -1e9)\n"
+              "        w = F.softmax(s, dim=-1)\n        outs.append(w @ v[..., c])\n        weights.append(w)\n"
+              "    return F.linear(torch.cat(outs, -1), mha.out_proj.weight, mha.out_proj.bias), "
+              "torch.stack(weights, 1)\n"),
+    Correct("c24_mha_float32", A, MHA, _HEAD + _PROJ
+            + "    f = lambda t: t.float()\n"
+              "    q = F.linear(f(query), f(w_q), f(b_q)).unflatten(-1, (h, d_k)).transpose(1, 2)\n"
+              "    k = F.linear(f(key), f(w_k), f(b_k)).unflatten(-1, (h, d_k)).transpose(1, 2)\n"
+              "    v = F.linear(f(value), f(w_v), f(b_v)).unflatten(-1, (h, d_k)).transpose(1, 2)\n"
+              "    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)\n"
+              "    if causal:\n"
+              "        scores = torch.where(torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), scores,"
+              " -torch.inf)\n"
+              "    weights = torch.softmax(scores, -1)\n"
+              "    concat = (weights @ v).transpose(1, 2).flatten(2)\n"
+              "    return F.linear(concat, f(mha.out_proj.weight), f(mha.out_proj.bias)), weights\n"),
+    Correct("c25_mha_numpy_inside", A, MHA,
+            "import numpy as np\n\n" + _HEAD
+            + "    W = mha.in_proj_weight.detach().numpy()\n    bias = mha.in_proj_bias.detach().numpy()\n"
+              "    d = query.shape[-1]\n    h = mha.num_heads\n    d_k = d // h\n"
+              "    def split(x, i):\n"
+              "        y = x.detach().numpy() @ W[i * d:(i + 1) * d].T + bias[i * d:(i + 1) * d]\n"
+              "        return y.reshape(y.shape[0], y.shape[1], h, d_k).transpose(0, 2, 1, 3)\n"
+              "    q, k, v = split(query, 0), split(key, 1), split(value, 2)\n"
+              "    s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_k)\n"
+              "    if causal:\n        s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)\n"
+              "    e = np.exp(s - s.max(-1, keepdims=True))\n    w = e / e.sum(-1, keepdims=True)\n"
+              "    concat = (w @ v).transpose(0, 2, 1, 3).reshape(q.shape[0], -1, d)\n"
+              "    out = concat @ mha.out_proj.weight.detach().numpy().T + mha.out_proj.bias.detach().numpy()\n"
+              "    return out, w\n"),
+    Correct("c26_mha_mask_after_softmax_renormalised", A, MHA, _HEAD + _PROJ
+            + "    split = lambda x, w, b: F.linear(x, w, b).view(x.shape[0], -1, h, d_k).transpose(1, 2)\n"
+              "    q, k, v = split(query, w_q, b_q), split(key, w_k, b_k), split(value, w_v, b_v)\n"
+              "    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)\n"
+              "    if causal:\n"
+              "        weights = weights * torch.ones(weights.shape[-2:]).tril()\n"
+              "        weights = weights / weights.sum(-1, keepdim=True)\n"
+              "    out = (weights @ v).transpose(1, 2).contiguous().view(query.shape[0], -1, d_model)\n"
+              "    return F.linear(out, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
+    Correct("c27_mha_own_sdpa_helper", A, MHA,
+            "def scaled_dot_product_attention(q, k, v, causal):\n"
+            "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+            "    if causal:\n"
+            "        scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), "
+            "float('-inf'))\n"
+            "    weights = scores.softmax(dim=-1)\n    return weights @ v, weights\n\n\n"
+            + _HEAD + _PROJ
+            + "    def split(x, w, b):\n        return F.linear(x, w, b).reshape(x.shape[0], x.shape[1], h, d_k)"
+              ".permute(0, 2, 1, 3)\n"
+              "    heads, weights = scaled_dot_product_attention(split(query, w_q, b_q), split(key, w_k, b_k),\n"
+              "                                                  split(value, w_v, b_v), causal)\n"
+              "    concat = heads.permute(0, 2, 1, 3).reshape(query.shape[0], query.shape[1], d_model)\n"
+              "    return F.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
+    Correct("c28_mha_annotated_transformer_style", A, MHA,
+            "def attention(query, key, value, mask=None):\n    d_k = query.size(-1)\n"
+            "    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)\n"
+            "    if mask is not None:\n        scores = scores.masked_fill(mask == 0, -1e9)\n"
+            "    p_attn = scores.softmax(dim=-1)\n    return torch.matmul(p_attn, value), p_attn\n\n\n"
+            + _HEAD
+            + "    nbatches, h = query.size(0), mha.num_heads\n    d_key = query.size(-1) // h\n"
+              "    weights = list(zip(mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)))\n"
+              "    query, key, value = [F.linear(x, w, b).view(nbatches, -1, h, d_key).transpose(1, 2)\n"
+              "                         for (w, b), x in zip(weights, (query, key, value))]\n"
+              "    mask = torch.ones(query.size(2), key.size(2)).tril() if causal else None\n"
+              "    x, attn = attention(query, key, value, mask=mask)\n"
+              "    x = x.transpose(1, 2).contiguous().view(nbatches, -1, h * d_key)\n"
+              "    return F.linear(x, mha.out_proj.weight, mha.out_proj.bias), attn\n",
+            source="Neerabhy/Text_summarization:Multi_Head_Attention.py (the Annotated Transformer's attention, "
+                   "adapted to mha's weights)"),
+]

@@ -1,0 +1,107 @@
+"""Grade a recipe at the judge level, fast: no nbgrader, no sandbox.
+
+What the grader does, in-process: run the notebook's setup cell and the solution cells (the
+reference answer, or a recipe's code), refuse a cell the static policy refuses, then for every
+grade cell call the function on the cell's hidden cases and judge each outcome; the first failing
+case decides the cell. The visible tests are the grade cells' own code, run in the same namespace.
+"""
+import json
+import linecache
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mha_checks import calling, hidden, policy
+from mha_checks.judge import judge
+from mha_checks.visible import CheckFailed
+
+REPO = Path(__file__).resolve().parents[2]
+SOLUTIONS = REPO / "solutions" / "mha"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    passed: bool
+    message: str = ""
+    mistake: str | None = None
+
+
+def _cells(notebook: str) -> list[dict]:
+    return json.loads((SOLUTIONS / f"{notebook}.ipynb").read_text())["cells"]
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def setup_code(notebook: str) -> str:
+    return "\n".join("".join(c["source"]) for c in _cells(notebook) if _meta(c).get("grade_id", "").startswith("setup"))
+
+
+def reference_answers(notebook: str) -> dict[str, str]:
+    out = {}
+    for c in _cells(notebook):
+        if _meta(c).get("solution"):
+            out[_meta(c)["grade_id"]] = "".join(
+                line for line in "".join(c["source"]).splitlines(keepends=True) if "### " not in line)
+    return out
+
+
+def grade_cells(notebook: str) -> dict[str, str]:
+    return {_meta(c)["grade_id"]: "".join(c["source"]) for c in _cells(notebook) if _meta(c).get("grade")}
+
+
+def namespace(notebook: str, answers: dict[str, str]) -> dict:
+    """The notebook's names after its setup cell and its solution cells (answers override)."""
+    ns: dict = {"__name__": "__main__"}
+    exec(compile(setup_code(notebook), "<setup>", "exec"), ns)  # noqa: S102 - course code
+    for cell, code in (reference_answers(notebook) | answers).items():
+        filename = f"<cell {cell}>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+        try:
+            exec(compile(code, filename, "exec"), ns)  # noqa: S102 - the recipe plays the student
+        except Exception:  # noqa: BLE001 - a cell that does not run leaves its function undefined
+            pass
+    return ns
+
+
+def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> dict[str, CellResult]:
+    """{grade cell: result} as the grader would record them (policy first, then the judge)."""
+    ns = namespace(notebook, answers)
+    sources = reference_answers(notebook) | answers
+    rng = np.random.default_rng(seed)
+    results = {}
+    for gid, nb in hidden.GRADE_CELLS.items():
+        if nb != notebook:
+            continue
+        results[gid] = CellResult(True)
+        for case in hidden.hidden_cases(gid, rng):
+            refused = policy.violations(sources.get(case.function, ""), case.function)
+            if refused:
+                results[gid] = CellResult(False, " ".join(refused), f"{case.function}: ready-made answer")
+                break
+            fn = ns.get(case.function)
+            if not callable(fn):
+                results[gid] = CellResult(False, f"{case.function} is not defined", "missing")
+                break
+            verdict = judge(case, calling.call(fn, list(case.names), case.specs()))
+            if not verdict.passed:
+                results[gid] = CellResult(False, verdict.message, verdict.mistake)
+                break
+    return results
+
+
+def visible_results(notebook: str, answers: dict[str, str]) -> dict[str, CellResult]:
+    """{grade cell: result} of the grade cells' own (visible) code, run in the notebook's namespace."""
+    ns = namespace(notebook, answers)
+    out = {}
+    for gid, code in grade_cells(notebook).items():
+        try:
+            exec(compile(code, f"<grade {gid}>", "exec"), ns)  # noqa: S102
+            out[gid] = CellResult(True)
+        except CheckFailed as err:
+            out[gid] = CellResult(False, str(err))
+        except Exception as err:  # noqa: BLE001
+            out[gid] = CellResult(False, f"{type(err).__name__}: {err}")
+    return out

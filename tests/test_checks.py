@@ -1,0 +1,288 @@
+"""mha_checks: the judge (tolerance, pairs, side effects, ready-made, odd outcomes, diagnosis),
+the hidden cases, the NumPy reference of exercise 5 against torch, and the visible checks'
+rendering. The catalogues of whole answers are tests/test_catalogue.py."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mha_checks import arrays, attention, calling, hidden, visible
+from mha_checks.cases import Case
+from mha_checks.checks import attention_inputs
+from mha_checks.judge import Verdict, judge
+
+RNG = np.random.default_rng(0)
+
+
+def outcome_of(fn, case: Case) -> dict:
+    return calling.call(fn, list(case.names), case.specs())
+
+
+def verdict(fn, case: Case) -> Verdict:
+    return judge(case, outcome_of(fn, case))
+
+
+def split_case(b=2, t=5, d=12, h=3) -> Case:
+    return Case("split_heads", ("x", "num_heads"), (RNG.normal(size=(b, t, d)), h))
+
+
+def project_case(bias=True) -> Case:
+    x, w = RNG.normal(size=(2, 5, 3)), RNG.normal(size=(3, 7))
+    return Case("project", ("x", "w", "b"), (x, w, RNG.normal(size=7) if bias else None))
+
+
+def mha_case(cross=True, causal=True, check="values") -> Case:
+    return hidden.mha_case(np.random.default_rng(7), cross, causal, check)
+
+
+def reference_mha(query, key, value, mha, causal=False):
+    d, h = query.shape[-1], mha.num_heads
+    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
+    split = lambda x, w, b: torch.nn.functional.linear(x, w, b).unflatten(-1, (h, d // h)).transpose(1, 2)  # noqa
+    q, k, v = split(query, w_q, b_q), split(key, w_k, b_k), split(value, w_v, b_v)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)
+    if causal:
+        scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+    weights = scores.softmax(-1)
+    concat = (weights @ v).transpose(1, 2).flatten(2)
+    return torch.nn.functional.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights
+
+
+# --- the tolerance policy -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_any_float_dtype_passes(dtype):
+    case = project_case()
+    assert verdict(lambda x, w, b: (x.astype(dtype) @ w.astype(dtype) + b.astype(dtype)), case).passed
+
+
+def test_the_same_tolerance_decides_and_finds_the_first_difference():
+    """The old checks raised IndexError when a float32 answer was close enough for one test, not the other."""
+    want = RNG.normal(size=(3, 4))
+    for scale in np.geomspace(1e-9, 1e-1, 60):
+        got = want + scale * RNG.normal(size=want.shape)
+        tol = arrays.tolerance(np.float32)
+        text = arrays.first_difference(got, want, tol)
+        assert arrays.all_close(got, want, tol) == (text == "no element differs")
+
+
+def test_a_value_just_outside_the_tolerance_fails_with_its_index():
+    case = Case("merge_heads", ("x",), (RNG.normal(size=(2, 3, 5, 4)),))
+
+    def nearly(x):
+        out = x.transpose(0, 2, 1, 3).reshape(2, 5, 12).copy()
+        out[1, 2, 3] += 1e-3
+        return out
+    v = verdict(nearly, case)
+    assert not v.passed and "at index (1, 2, 3)" in v.message
+
+
+# --- shapes of answers: pairs, tensors, views -----------------------------------------------------
+
+def test_a_pair_may_be_a_list_or_a_tuple_of_arrays_or_tensors():
+    case = Case("fuse_heads", ("w_heads", "b_heads"), ([RNG.normal(size=(4, 2)) for _ in range(3)],
+                                                        [RNG.normal(size=2) for _ in range(3)]))
+    assert verdict(lambda w, b: [np.hstack(w), np.hstack(b)], case).passed
+    assert verdict(lambda w, b: (torch.from_numpy(np.hstack(w)), np.hstack(b).tolist()), case).passed
+    assert "expected a pair (w, b)" in verdict(lambda w, b: np.hstack(w), case).message
+
+
+def test_views_and_non_contiguous_results_pass():
+    assert verdict(lambda x, h: x.reshape(2, 5, h, 4).swapaxes(1, 2), split_case()).passed
+    x = np.asfortranarray(RNG.normal(size=(2, 5, 12)))  # a non-contiguous input, encoded as its values
+    assert verdict(lambda x, h: x.reshape(2, 5, h, 4).transpose(0, 2, 1, 3), Case("split_heads", ("x", "num_heads"),
+                                                                                    (x, 3))).passed
+
+
+# --- side effects and ready-made answers ---------------------------------------------------------
+
+def test_an_input_changed_in_place_is_named():
+    def in_place(x, w, b):
+        x *= 1.0
+        x[0, 0, 0] = 0.0
+        return x @ w + b
+    v = verdict(in_place, project_case())
+    assert not v.passed and "`x` in place" in v.message and v.mistake == "project: changes its arguments in place"
+
+
+def test_the_modules_parameters_changed_in_place_are_named():
+    def folds(q, k, v, mha, causal):
+        with torch.no_grad():
+            mha.out_proj.bias.zero_()
+        return reference_mha(q, k, v, mha, causal)
+    v = verdict(folds, mha_case())
+    assert "`mha` in place" in v.message and v.mistake.endswith("changes mha's parameters in place")
+
+
+def test_calling_the_module_is_a_ready_made_answer():
+    v = verdict(lambda q, k, value, mha, causal: mha(q, k, value), mha_case())
+    assert not v.passed and "calling the module" in v.message and v.mistake.endswith("ready-made answer")
+
+
+# --- the judge never raises ------------------------------------------------------------------------
+
+ODD = [None, {}, {"mutated": []}, {"result": None}, {"result": {"$other": "generator"}}, {"result": {"bad": 1}},
+       {"result": [1, 2, 3]}, {"result": "text"}, {"result": {"$tuple": [None] * 5}}, {"error": "text"},
+       {"error": {"type": 3, "message": None, "line": "x"}}, {"mutated": "x", "result": 1.0},
+       {"result": {"$array": {"dtype": "float64", "shape": [2], "data": "!!"}}},
+       {"result": {"$array": {"dtype": "object", "shape": [1], "data": ""}}},
+       {"result": calling.encode(np.full((2, 3), np.nan))}, {"result": calling.encode(np.full((2, 3), 1e308))},
+       {"result": calling.encode((np.full((2, 3), np.inf), np.zeros(4)))},
+       {"result": calling.encode([[1.0, 2.0], [3.0]])}, {"result": calling.encode(np.zeros((2, 3), dtype=bool))},
+       {"ready_made": 1}, {"result": calling.encode(np.zeros((0, 3)))}]
+
+
+@pytest.mark.parametrize("grade_id", sorted(hidden.GRADE_CELLS))
+def test_the_judge_never_raises_on_odd_outcomes(grade_id):
+    for case in hidden.hidden_cases(grade_id, np.random.default_rng(1)):
+        for outcome in ODD:
+            v = judge(case, outcome)
+            assert isinstance(v, Verdict) and not v.passed and v.message and v.mistake, (outcome, v)
+
+
+# --- diagnosis ---------------------------------------------------------------------------------
+
+def test_an_unknown_rearrangement_is_described_as_code():
+    v = verdict(lambda x, h: x.reshape(2, 5, h, 4).transpose(2, 0, 1, 3), split_case())
+    assert "x.reshape(B, T, h, d_k).transpose(2, 0, 1, 3)" in v.message
+
+
+def test_heads_merged_with_b_and_t_swapped_are_named():
+    case = Case("merge_heads", ("x",), (RNG.normal(size=(2, 3, 5, 4)),))
+    v = verdict(lambda x: x.transpose(2, 0, 1, 3).reshape(2, 5, 12), case)
+    assert v.mistake == "merge_heads: heads merged with B and T swapped"
+
+
+def test_a_wrong_product_scale_is_estimated():
+    v = verdict(lambda x, w, b: 0.25 * (x @ w) + b, project_case())
+    assert "0.25 * x @ w" in v.message
+
+
+@pytest.mark.parametrize("divisor", [3.7, 0.5])
+def test_a_wrong_scale_factor_is_fitted(divisor):
+    def scaled(q, k, v, mha, causal):
+        d_k = q.shape[-1] // mha.num_heads
+        with torch.no_grad():
+            mha.in_proj_weight[: q.shape[-1]] *= math.sqrt(d_k) / divisor  # scores / divisor
+        return reference_mha(q, k, v, mha, causal)
+    case = mha_case(cross=True, causal=False)
+    inp = attention_inputs(case)
+    got = attention.forward(inp)[1]
+    assert attention.fit_scale(got, inp) == pytest.approx(math.sqrt(inp.sizes["d_k"]))
+    with torch.no_grad():
+        w = calling.guarded_mha(case.args[3].spec()["$mha"])
+    v = verdict(lambda q, k, val, mha, c: _divided(q, k, val, mha, c, divisor), case)
+    assert f"divided by {divisor:.4g}" in v.message and "sqrt(d_k)" in v.message and w is not None
+
+
+def _divided(q, k, v, mha, causal, divisor):
+    h, d = mha.num_heads, q.shape[-1]
+    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
+    split = lambda x, w, b: torch.nn.functional.linear(x, w, b).unflatten(-1, (h, d // h)).transpose(1, 2)  # noqa
+    qq, kk, vv = split(q, w_q, b_q), split(k, w_k, b_k), split(v, w_v, b_v)
+    weights = (qq @ kk.transpose(-2, -1) / divisor).softmax(-1)
+    out = torch.nn.functional.linear((weights @ vv).transpose(1, 2).flatten(2), mha.out_proj.weight, mha.out_proj.bias)
+    return out, weights
+
+
+def test_softmax_over_heads_without_a_mask_is_not_told_to_mask():
+    def over_heads(q, k, v, mha, causal):
+        out, w = reference_mha(q, k, v, mha, causal)
+        return out, (w.log()).softmax(dim=1)
+    v = verdict(over_heads, mha_case(cross=False, causal=False, check="weights"))
+    assert "dim=1" in v.message and "mask" not in v.message.lower()
+
+
+def test_two_mistakes_at_once_are_both_named():
+    def two(q, k, v, mha, causal):
+        with torch.no_grad():
+            mha.in_proj_bias.zero_()
+        return _divided(q, k, v, mha, causal, 1.0)
+    case = mha_case(cross=True, causal=False)
+    v = judge(case, {**outcome_of(two, case), "mutated": []})  # judge the values, not the side effect
+    assert v.mistake == ("multi_head_attention: the input-projection biases were left out + scores not scaled")
+
+
+def test_an_unnamed_departure_is_localised_after_the_softmax():
+    def v_scaled(q, k, v, mha, causal):
+        return reference_mha(q, k, 2 * v, mha, causal)
+    v = verdict(v_scaled, mha_case())
+    assert "The weights are right" in v.message and v.mistake.startswith("multi_head_attention: departs")
+
+
+def test_a_missing_return_and_not_implemented():
+    assert "is a `return` missing?" in verdict(lambda x, h: None, split_case()).message
+
+    def todo(x, h):
+        raise NotImplementedError()
+    assert "not written yet" in verdict(todo, split_case()).message
+
+
+# --- exercise 5's NumPy reference is torch's forward -----------------------------------------------
+
+@pytest.mark.parametrize("cross, causal", [(False, False), (False, True), (True, False), (True, True)])
+def test_the_numpy_reference_is_torchs_forward(cross, causal):
+    case = mha_case(cross, causal)
+    mha = calling.guarded_mha(case.args[3].spec()["$mha"])
+    q, k, v = (torch.from_numpy(np.asarray(a)) for a in case.args[:3])
+    mask = ~torch.ones(q.shape[1], k.shape[1], dtype=torch.bool).tril() if causal else None
+    with torch.no_grad():
+        want = torch.nn.MultiheadAttention.forward(mha, q, k, v, attn_mask=mask, average_attn_weights=False)
+    got = attention.forward(attention_inputs(case))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# --- hidden cases ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("grade_id", sorted(hidden.GRADE_CELLS))
+def test_hidden_cases_have_all_different_sizes_and_follow_the_seed(grade_id):
+    cases = hidden.hidden_cases(grade_id, np.random.default_rng(5))
+    again = hidden.hidden_cases(grade_id, np.random.default_rng(5))
+    assert cases and len(cases) == len(again)
+    from mha_checks.checks import SPECS
+    for case, other in zip(cases, again):
+        sizes = SPECS[case.function].sizes(case)
+        if case.function == "multi_head_attention" and sizes["T_q"] == sizes["T_k"]:
+            sizes.pop("T_k")
+        assert len(set(sizes.values())) == len(sizes), sizes
+        assert SPECS[case.function].describe(case) == SPECS[other.function].describe(other)
+
+
+def test_every_grade_cell_of_the_notebooks_has_hidden_cases():
+    from submissions import judged
+    for notebook in ("01_project", "02_split_heads", "03_merge_heads", "04_output_projection", "05_assembly"):
+        assert set(judged.grade_cells(notebook)) == {g for g, nb in hidden.GRADE_CELLS.items() if nb == notebook}
+
+
+# --- the visible checks' rendering -------------------------------------------------------------------
+
+def test_a_failed_visible_check_renders_short_wrapped_lines():
+    namespace = {"split_heads": lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1)}
+    with pytest.raises(visible.CheckFailed) as err:
+        exec("from mha_checks.visible import check\ncheck('split_heads', np.arange(120.0).reshape(2, 5, 12), 3)",
+             {**namespace, "np": np})
+    lines = err.value._render_traceback_()
+    assert len(lines) >= 3 and all(len(line) <= 78 for line in lines)
+    assert "reshape without transpose" in " ".join(lines) and "Traceback" not in "\n".join(lines)
+
+
+def test_a_syntax_error_in_the_students_cell_is_reported_with_its_line():
+    cells = ["import numpy as np", "def split_heads(x, num_heads):\n    return x.reshape(\n"]
+    with pytest.raises(visible.CheckFailed) as err:
+        visible.find_function("split_heads", {"In": cells})
+    assert "SyntaxError on line 2" in " ".join(str(err.value).split())
+    with pytest.raises(visible.CheckFailed, match="write it in its solution cell"):
+        visible.find_function("merge_heads", {"In": cells})
+
+
+def test_the_visible_check_refuses_a_ready_made_answer_from_the_cell_source():
+    import linecache
+    code = "import torch.nn.functional as F\n\ndef f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n"
+    linecache.cache["<cell x>"] = (len(code), None, code.splitlines(True), "<cell x>")
+    ns: dict = {}
+    exec(compile(code, "<cell x>", "exec"), ns)
+    assert "Line 4" in visible.cell_source(ns["f"]) or "scaled_dot_product_attention" in visible.cell_source(ns["f"])
