@@ -57,7 +57,10 @@ def test_feedback_is_small_whatever_was_printed(hostile):
 
 def test_no_solution_or_gradebook_content_reaches_a_student(hostile):
     text = hostile.feedback("h12_reads_course_files", "01_project")
-    assert "BEGIN SOLUTION" not in text and "nbgrader" not in text
+    answer = [line.strip() for line in kit.solution_cells("01_project")["project"].splitlines()
+              if len(line.strip()) > 12 and not line.strip().startswith(("def ", '"""'))]
+    assert answer and not [line for line in answer if line in text]
+    assert "BEGIN SOLUTION" not in text and "SQLite" not in text and "FileNotFoundError" in text
 
 
 def test_no_process_is_left_behind(hostile):

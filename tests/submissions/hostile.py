@@ -206,7 +206,7 @@ HOSTILE = [
     Hostile("h03_stripped_all_metadata", stripped_all_metadata, {P: 3}, {P: "lost its nbgrader metadata"}),
     Hostile("h04_schema_and_extra_grade_cells", broken_schema_and_extra_grade_cells, {S: 2}),
     Hostile("h05_endless_cell", endless_cell, {P: 3, S: 0}, {S: "did not finish"}),
-    Hostile("h06_slow_just_under_the_limit", slow_just_under_the_limit, {M: 0}, {M: "time budget"}),
+    Hostile("h06_slow_just_under_the_limit", slow_just_under_the_limit, {M: 0}, {M: "took too long"}),
     Hostile("h07_memory_in_one_test", memory_blow_up_in_one_test, {P: 2}),
     Hostile("h08_invalid_json", invalid_json, {P: 3, S: 0}, {S: "not valid JSON"}),
     Hostile("h09_huge_output", huge_output, {P: 3}),
