@@ -8,6 +8,7 @@ pages (no CDN); the page reads on a phone (viewport, wrapping, nothing wider tha
 import copy
 import html
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -29,26 +30,31 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f4f4f4;padding:.6rem
 
 
 def page(release: notebooks.Release, nb: dict | None, result: dict, student: str, mathjax: str) -> str:
+    """The tests first (score, each verdict in full), then the exercise with the answers in place."""
     got, total = sum(t["score"] for t in result["tests"]), sum(t["points"] for t in result["tests"])
     answers = _answers(release, nb)
-    by_id = {t["id"]: t for t in result["tests"]}
+    what = {notebooks.nbgrader_meta(c).get("grade_id"): notebooks.docstring(notebooks.source(c))
+            for c in release.cells}
     parts = [f"<h1>{html.escape(release.name)}</h1>",
              f"<p class='score'>Score: {got:g} / {total:g}</p>",
-             *(f"<p class='note'>{html.escape(n)}</p>" for n in result["notes"])]
+             *(f"<p class='note'>{html.escape(n)}</p>" for n in result["notes"]),
+             *(_test(t, what.get(t["id"], "")) for t in result["tests"]),
+             "<h2>The exercise and your answers</h2>"]
+    started = False  # the course's common header (restart, validate) is left out
     for cell in release.cells:
         meta, src = notebooks.nbgrader_meta(cell), notebooks.source(cell)
-        if cell.get("cell_type") == "markdown":
-            parts.append(markdown2html(src))
-        elif meta.get("grade") and meta["grade_id"] in by_id:
-            parts.append(_test(by_id[meta["grade_id"]], notebooks.docstring(src)))
+        started = started or (cell.get("cell_type") == "markdown" and src.lstrip().startswith("#"))
+        if cell.get("cell_type") == "markdown" and started:
+            parts.append(re.sub(r"<a class=.anchor-link.*?</a>", "", markdown2html(src)))
         elif meta.get("solution"):
             code = answers.get(meta["grade_id"], "(no answer cell was found for this part)")
             parts.append(f"<div class='answer'><p>Your answer:</p><pre>{html.escape(code)}</pre></div>")
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>Feedback: {html.escape(release.name)} ({html.escape(student)})</title><style>{STYLE}</style>"
-            f"<script>MathJax={{tex:{{inlineMath:[['$','$'],['\\\\(','\\\\)']]}}}};</script>"
-            f"<script defer src='{html.escape(mathjax)}'></script></head><body>{''.join(parts)}</body></html>")
+            + (f"<script>MathJax={{tex:{{inlineMath:[['$','$'],['\\\\(','\\\\)']]}}}};</script>"
+               f"<script defer src='{html.escape(mathjax)}'></script>" if mathjax else "")
+            + f"</head><body>{''.join(parts)}</body></html>")
 
 
 def _test(test: dict, what: str) -> str:
@@ -88,9 +94,10 @@ def write(folder: Path, autograded: Path, release: notebooks.Release, nb: dict |
     root = folder.parents[1]
     if mathjax_source and mathjax_source.is_dir() and not (root / "mathjax").exists():
         shutil.copytree(mathjax_source, root / "mathjax")
+    script = next(iter(sorted((root / "mathjax").glob("tex-*.js"))), None) if (root / "mathjax").is_dir() else None
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{release.name}.html"
-    target.write_text(page(release, nb, result, student, "../../mathjax/tex-mml-chtml.js"))
+    target.write_text(page(release, nb, result, student, f"../../mathjax/{script.name}" if script else ""))
     autograded.mkdir(parents=True, exist_ok=True)
     (autograded / f"{release.name}.ipynb").write_text(json.dumps(autograded_notebook(release, nb, result), indent=1))
     return target
