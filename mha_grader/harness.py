@@ -7,8 +7,8 @@ writes one JSON line per event to the file descriptor named by its argument:
   {"test": id, "cells": [{"label", "type", "message", "line"}]}   cells that raised
   {"test": id, "status": "done" | "timeout" | "signal" | "exit" | "budget" | "cells", "detail": ...}
 
-("cells": not run, because an earlier test timed out while the notebook's own cells were still
-running; "budget": not run, the notebook's time is spent.)
+("cells": the notebook's own cells did not finish within a test's time, so this test and every
+later one cannot run; "budget": not run, the notebook's time is spent.)
 
 Every test runs in a child forked from this process, which itself never runs student code: the
 child executes the cells in a fresh namespace, then calls the cases; a crash, a hang or a
@@ -131,6 +131,7 @@ def main() -> None:
         status, detail = wait(pid, min(job["limits"]["test_s"], left))
         kill_the_rest()
         if status == "timeout" and CELLS_DONE != os.devnull and not os.path.exists(CELLS_DONE):
+            status = "cells"
             stuck = detail
         emit({"test": test["id"], "status": status, "detail": detail})
 

@@ -110,8 +110,8 @@ def _blocked_for(gid: str, cases: dict, blocked: dict, prog: notebooks.Program):
     hits = [v for name in sorted(reached) for v in blocked.get(name, [])]
     if not hits:
         return None
-    return (False, "Not run: this code may not be graded as it stands. " + " ".join(hits[:3])
-            + " Write the computation yourself with public NumPy/torch operations.", "ready-made or forbidden code")
+    return False, "Not run: this code may not be graded as it stands. " + " ".join(hits[:3]), \
+        "ready-made or forbidden code"
 
 
 # --- what came back from the sandbox ----------------------------------------------------------
@@ -157,8 +157,8 @@ def _no_outcome(events: dict, report, limits) -> str:
         return (f"This test was stopped after {detail} s: your code took too long (an endless loop, "
                 "or waiting for something that never comes?).")
     if status == "cells":
-        return (f"Not run: your notebook's own cells did not finish within {detail} s in an earlier test "
-                "(an endless loop outside any function, or a very slow cell?), so this test would hang too.")
+        return (f"Not run: your notebook's own cells did not finish within {detail} s (an endless loop "
+                "outside any function, or a very slow cell?), so no test could call your function.")
     if status == "budget":
         return (f"Not run: the notebook's earlier tests used up its whole time budget ({detail} s), "
                 "so this one had no time left.")

