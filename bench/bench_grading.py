@@ -66,7 +66,6 @@ def stock_batch(course: Path) -> dict[str, float]:
     for n in kit.NOTEBOOKS:
         kit.submit(course, f"bench_{n}", {n: kit.filled(course, n)})
     fmt = "%(asctime)s.%(msecs)03d|%(message)s"
-    start = time.time()
     run = stock.nbgrader(course, "autograde", "mha", "--force", f"--Application.log_format={fmt}",
                          "--Application.log_datefmt=%Y-%m-%d %H:%M:%S")
     end = time.time()

@@ -5,7 +5,6 @@ every mutant of tests/submissions/mutants.py in a temporary copy of the course (
 real `nbgrader generate_assignment`); then nbgrader's own export reads the gradebook. (The
 hostile batch is graded beside it: test_exercises_hostile.py.)
 """
-import json
 import re
 
 import pytest

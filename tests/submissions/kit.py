@@ -4,10 +4,8 @@ A submission is the student version of a notebook (what ``nbgrader generate_assi
 exercises/mha/) with its solution cells filled in: by the reference answer (the solution cell of
 solutions/mha/ without its BEGIN/END SOLUTION markers), or by a recipe's own code.
 """
-import contextlib
 import copy
 import html
-import io
 import json
 import os
 import re
@@ -20,7 +18,6 @@ REPO = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "mha"
 BIN = Path(sys.executable).parent
 NOTEBOOKS = sorted(p.stem for p in (REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))
-VALIDATED = "02_split_heads"  # the notebook run through the real `nbgrader validate`
 
 
 def env() -> dict:
@@ -140,62 +137,14 @@ def html_text(path: Path) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", raw))
 
 
-def hidden_test_lines(course: Path, min_len: int = 12) -> set[str]:
-    """Every line of the hidden test regions, stripped, that the student versions do not show too."""
-    public = {line.strip() for n in NOTEBOOKS for cell in release(course, n)["cells"]
-              for line in "".join(_lines(cell)).splitlines()}
-    lines = set()
-    for path in (REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"):
-        for cell in read(path)["cells"]:
-            inside = False
-            for line in "".join(_lines(cell)).splitlines():
-                if "### BEGIN HIDDEN TESTS" in line:
-                    inside = True
-                elif "### END HIDDEN TESTS" in line:
-                    inside = False
-                elif inside and len(line.strip()) >= min_len and not any(line.strip() in p for p in public):
-                    lines.add(line.strip())
-    return lines
 
 
 def mutant_notebook(course: Path, mutant) -> dict:
     return filled(course, mutant.notebook, {mutant.cell: mutant.answer(solution_cells(mutant.notebook)[mutant.cell])})
 
 
-def visible_outcomes(nb: dict) -> dict[str, bool]:
-    """Run a student version in this process, cell after cell, as `nbgrader validate` runs it in a
-    kernel: {grade cell: passed} (a grade cell passes when it raises nothing)."""
-    namespace: dict = {"__name__": "__main__"}
-    results = {}
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile("".join(_lines(cell)), f"<cell {cell.get('id')}>", "exec"), namespace)
-            passed = True
-        except Exception:
-            passed = False
-        if cell["metadata"].get("nbgrader", {}).get("grade"):
-            results[grade_id(cell)] = passed
-    return results
 
 
-def validate_outcomes(output: str) -> dict[str, bool]:
-    """Parse one `nbgrader validate a.ipynb b.ipynb ...` run: {notebook path: passed?}.
-
-    (`nbgrader validate` exits 0 whether or not the notebook passes, so the text is what counts.)
-    """
-    results, current = {}, None
-    for line in output.splitlines():
-        m = re.search(r"Validating '(.+)'", line)
-        if m:
-            current = m.group(1)
-        elif current and "Success! Your notebook passes all the tests." in line:
-            results[current] = True
-        elif current and "VALIDATION FAILED" in line:
-            results[current] = False
-    return results
 
 
 # --------------------------------------------------------------------------------------------
