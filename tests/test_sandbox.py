@@ -245,3 +245,11 @@ def test_cells_that_hang_cost_one_timeout_not_one_per_test():
     report = sandbox.run(job("while True:\n    pass\n", tests=4), sandbox.Limits(test_s=2, notebook_s=30))
     assert statuses(report) == {"t0": "cells", "t1": "cells", "t2": "cells", "t3": "cells"}
     assert report.seconds < 8
+
+
+def test_the_unsafe_mode_runs_the_same_job_and_leaves_the_host_alone():
+    """Without a sandbox the harness must not clean up as if it owned the machine."""
+    import stat
+    report = sandbox.run(job("def probe():\n    return 42\n", tests=2), unsafe=True)
+    assert [calling.decode(o["result"]) for o in outcomes(report).values()] == [42, 42]
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
