@@ -29,9 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calling  # noqa: E402 - copied next to this file into the job folder
 
 OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-CELLS_DONE = "/tmp/.cells-done" if JOB.get("own_namespace") else None  # a marker: the cells ran to the end
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
     JOB = json.load(_fh)
+CELLS_DONE = "/tmp/.cells-done" if JOB.get("own_namespace") else None  # a marker: the cells ran to the end
 
 
 def emit(record: dict) -> None:
