@@ -102,8 +102,8 @@ def _execute(plan: list[dict], args, course, key):
             for tries in range(RETRIES + 1):
                 try:
                     return grade_job(course.releases[job["notebook"]], job, limits, unsafe)
-                except InfraError as err:
-                    job["error"] = str(err)
+                except Exception as err:  # noqa: BLE001 - the sandbox or a grader bug: retried, then reported
+                    job["error"] = f"{type(err).__name__}: {err}"
                     time.sleep(0.5 * (tries + 1))
             return None
         futures = {pool.submit(attempt, job): job for job in plan}

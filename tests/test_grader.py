@@ -106,3 +106,34 @@ def test_regrading_one_student_or_one_notebook_is_one_command(course):
     assert "This run graded 1 notebook(s)" in run.stdout
     run = kit.grade(course, "--student", "s4", "--force")
     assert f"This run graded {len(kit.NOTEBOOKS)} notebook(s)" in run.stdout
+
+
+MALFORMED = {
+    "cells is not a list": lambda nb: nb.update(cells={"a": 1}),
+    "a cell is a string": lambda nb: nb["cells"].insert(0, "not a cell"),
+    "source is a number": lambda nb: nb["cells"][3].update(source=12),
+    "source list holds numbers": lambda nb: nb["cells"][3].update(source=[1, None, "x"]),
+    "metadata is a list": lambda nb: [c.update(metadata=[1, 2]) for c in nb["cells"]],
+    "grade id is not a string": lambda nb: [c["metadata"].get("nbgrader", {}).update(grade_id=7) for c in nb["cells"]],
+    "nbgrader metadata is a string": lambda nb: [c["metadata"].update(nbgrader="x") for c in nb["cells"]],
+    "cell type unknown": lambda nb: [c.update(cell_type="raw") for c in nb["cells"]],
+    "deeply nested output": lambda nb: nb["cells"][0].update(outputs=[[[[[[[]]]]]]] * 3),
+    "null bytes in source": lambda nb: [c.update(source="\x00\x00 def x(:") for c in nb["cells"]],
+}
+
+
+@pytest.mark.parametrize("how", MALFORMED)
+def test_a_malformed_notebook_gets_a_grade_and_a_reason_never_an_exception(how, course):
+    from mha_checks.hidden import hidden_cases
+    from mha_grader import judging, notebooks, secret
+    release = notebooks.load_release(course / "exercises" / "mha")["01_project"]
+    nb = kit.filled(course, "01_project")
+    MALFORMED[how](nb)
+    raw = course.parent / f"malformed-{abs(hash(how))}.ipynb"
+    raw.write_text(json.dumps(nb))
+    parsed, _, reason = notebooks.read_submission(raw)
+    cases = {g.id: hidden_cases(g.id, secret.rng(b"k" * 40, "mha", release.name, g.id)) for g in release.grade_cells}
+    result = judging.grade_notebook(release, parsed, reason, cases)
+    assert [t["id"] for t in result["tests"]] == [g.id for g in release.grade_cells]
+    assert all(t["score"] in (0.0, t["points"]) for t in result["tests"])
+    assert all(t["message"] for t in result["tests"] if t["score"] == 0)
