@@ -7,9 +7,11 @@ packed ``in_proj_weight``. When weights are not needed the fused
 
 Masks follow torch: a boolean ``attn_mask``/``key_padding_mask`` marks with ``True`` the pairs
 that may NOT attend; a floating one is added to the scores. (The NumPy reference and
-``F.scaled_dot_product_attention`` use the opposite boolean convention: True = may attend.)
+``F.scaled_dot_product_attention`` use the opposite boolean convention: True = may attend;
+chapter 2, "Boolean masks: four conventions", compares them all.)
 One liberty: ``is_causal=True`` without ``attn_mask`` builds the causal mask instead of failing.
 """
+import functools
 import math
 
 import numpy as np
@@ -33,20 +35,39 @@ class MultiHeadAttention(nn.Module):
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.kdim, self.vdim = kdim or embed_dim, vdim or embed_dim
         self.batch_first = batch_first
-        factory = {"device": device, "dtype": dtype}
-        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
-        self.k_proj = nn.Linear(self.kdim, embed_dim, bias=bias, **factory)
-        self.v_proj = nn.Linear(self.vdim, embed_dim, bias=bias, **factory)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
+        # skip_init: no random draws here, so that reset_parameters() draws exactly what torch draws
+        factory = {"device": device or torch.get_default_device(), "dtype": dtype}
+        linear = functools.partial(nn.utils.skip_init, nn.Linear, bias=bias, **factory)
+        self.q_proj = linear(embed_dim, embed_dim)
+        self.k_proj = linear(self.kdim, embed_dim)
+        self.v_proj = linear(self.vdim, embed_dim)
+        self.out_proj = linear(embed_dim, embed_dim)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """torch's initialisation: Glorot-uniform input projections, zero biases."""
-        for proj in (self.q_proj, self.k_proj, self.v_proj):
-            nn.init.xavier_uniform_(proj.weight)
-        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
-            if proj.bias is not None:
-                nn.init.zeros_(proj.bias)
+        """torch.nn.MultiheadAttention's initialisation, draw for draw (same seed, same weights).
+
+        ``out_proj.weight``: ``nn.Linear``'s default (Kaiming-uniform, bound 1/sqrt(E)).
+        Input projections: Xavier-uniform of torch's *packed* (3E, E) ``in_proj_weight`` when
+        kdim = vdim = E, so the bound is sqrt(6 / (E + 3E)) = sqrt(6 / (4E)), not the
+        sqrt(6 / (2E)) of a separate (E, E) matrix; with other kdim/vdim, each (E, kdim|vdim)
+        matrix separately, as torch does. All biases start at zero.
+        """
+        self.out_proj.reset_parameters()  # torch's out_proj is built (and drawn) first
+        qkv = (self.q_proj, self.k_proj, self.v_proj)
+        with torch.no_grad():
+            if self.kdim == self.vdim == self.embed_dim:
+                w = self.q_proj.weight
+                packed = torch.empty(3 * self.embed_dim, self.embed_dim, device=w.device, dtype=w.dtype)
+                nn.init.xavier_uniform_(packed)  # (3E, E), like torch's in_proj_weight
+                for proj, block in zip(qkv, packed.chunk(3)):
+                    proj.weight.copy_(block)
+            else:
+                for proj in qkv:
+                    nn.init.xavier_uniform_(proj.weight)
+            for proj in (*qkv, self.out_proj):
+                if proj.bias is not None:
+                    nn.init.zeros_(proj.bias)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
                 need_weights: bool = True, attn_mask: Tensor | None = None,

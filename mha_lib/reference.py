@@ -52,7 +52,10 @@ class MHAParams:
 
 def init_params(embed_dim: int, num_heads: int, rng: np.random.Generator,
                 kdim: int | None = None, vdim: int | None = None, bias: bool = True) -> MHAParams:
-    """Random parameters (Glorot-uniform weights, small random biases) for experiments."""
+    """Random parameters for experiments: Glorot-uniform weights, each matrix on its own
+    (bound sqrt(6 / (d_in + d_out))), and small random biases. Not torch's initialisation, which
+    packs the three input projections into one (3E, E) matrix and zeroes the biases; for that,
+    use ``MultiHeadAttention(...).reference_params()``."""
     check_heads(embed_dim, num_heads)
     kdim, vdim = kdim or embed_dim, vdim or embed_dim
 

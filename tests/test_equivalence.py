@@ -229,3 +229,39 @@ def test_round_trip_to_torch(kdim, vdim, bias):
 def test_from_torch_refuses_extras_it_does_not_implement():
     with pytest.raises(ValueError, match=r"add_bias_kv=True"):
         MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
+
+
+@pytest.mark.parametrize("embed_dim, heads, kdim, vdim, bias",
+                         [(12, 3, None, None, True), (10, 2, None, None, False), (8, 4, 5, 7, True),
+                          (6, 3, None, 9, False)])
+def test_initialisation_is_torchs_draw_for_draw(embed_dim, heads, kdim, vdim, bias):
+    """Same seed, same configuration: bit-identical weights and biases to torch's layer."""
+    torch.manual_seed(11)
+    ours = MultiHeadAttention(embed_dim, heads, bias=bias, kdim=kdim, vdim=vdim).to_torch()
+    torch.manual_seed(11)
+    theirs = nn.MultiheadAttention(embed_dim, heads, bias=bias, kdim=kdim, vdim=vdim)
+    ours_state, their_state = ours.state_dict(), theirs.state_dict()
+    assert ours_state.keys() == their_state.keys()
+    for name, tensor in their_state.items():
+        assert torch.equal(ours_state[name], tensor), name
+
+
+def test_initialisation_bound_is_the_packed_xavier_bound():
+    """In-projections are uniform on +-sqrt(6/(4E)) (packed (3E, E)), not +-sqrt(6/(2E)); biases 0."""
+    embed_dim = 96
+    torch.manual_seed(3)
+    layer = MultiHeadAttention(embed_dim, 4)
+    w = torch.cat([layer.q_proj.weight, layer.k_proj.weight, layer.v_proj.weight]).detach()
+    bound = (6 / (4 * embed_dim)) ** 0.5
+    assert w.abs().max() <= bound
+    assert w.abs().max() > 0.99 * bound                          # fills the interval ...
+    assert abs(w.var().item() / (bound**2 / 3) - 1) < 0.03       # ... uniformly: Var = bound^2 / 3
+    assert w.abs().max() < 0.75 * (6 / (2 * embed_dim)) ** 0.5   # far below the separate-matrix bound
+    assert all(float(p.bias.detach().abs().max()) == 0.0
+               for p in (layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj))
+
+
+def test_meta_device_construction_draws_nothing():
+    """device='meta' (shape-only work, e.g. FLOP counting) still builds the layer."""
+    layer = MultiHeadAttention(16, 4, device="meta")
+    assert layer.q_proj.weight.device.type == "meta" and layer.q_proj.weight.shape == (16, 16)

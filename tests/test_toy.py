@@ -66,18 +66,13 @@ def test_training_is_reproducible(trained):
     assert not torch.equal(start.tok.weight, model.tok.weight)  # training moved the weights
 
 
-@pytest.mark.parametrize("seed, solves", [(0, False), (2, True)])
-def test_single_head_outcomes_the_chapter_reports(trained, seed, solves):
-    """Chapter 3's "math minute": one head of full width (twice the steps) gets stuck on
-    the first position with seed 0, and spreads its weight over both positions and answers
-    both questions with seed 2."""
+@pytest.mark.parametrize("seed", [0, 2])
+def test_single_head_outcomes_the_chapter_reports(trained, seed):
+    """Chapter 3's "math minute": with torch's initialisation and twice the steps, one head of
+    full width answers both questions by spreading its weight over both positions."""
     cfg, _, _, x, y = trained
     model, _ = toy.train(toy.ToyConfig(num_heads=1, seed=seed, steps=2 * cfg.steps))
     acc = toy.accuracy(model, x, y)
     on_prev, on_first = toy.head_focus(toy.attention(model, x))[0, 0].tolist()
-    if solves:
-        assert min(acc.values()) > 0.9, acc
-        assert 0.3 < on_prev < 0.7 and 0.3 < on_first < 0.7, (on_prev, on_first)
-    else:
-        assert acc["first"] > 0.99 and acc["previous"] < 0.5, acc
-        assert on_first > 0.95, on_first
+    assert min(acc.values()) > 0.9, acc
+    assert 0.3 < on_prev < 0.7 and 0.3 < on_first < 0.7, (on_prev, on_first)

@@ -1,0 +1,53 @@
+"""mha_lib.plotting: one shared colour scale with a colour bar, positions counted from 1."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+
+from mha_lib import plotting  # noqa: E402
+
+
+@pytest.fixture
+def weights():
+    return np.random.default_rng(0).dirichlet(np.ones(12), size=(3, 7))  # (h=3, T_q=7, T_k=12)
+
+
+def test_plot_heads_shares_one_scale_and_adds_a_colour_bar(weights):
+    fig = plotting.plot_heads(weights, ncols=2, vmax=None)
+    images = [ax.images[0] for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    assert len(images) == 3
+    assert {im.get_clim() for im in images} == {(0.0, float(weights.max()))}  # vmax=None: data max
+    assert any(ax.get_label() == "<colorbar>" for ax in fig.axes)
+    plt.close(fig)
+
+
+def test_positions_are_counted_from_one(weights):
+    fig, ax = plt.subplots()
+    plotting.heatmap(ax, weights[0], vmax=1.0)
+    x_labels = [t.get_text() for t in ax.get_xticklabels()]
+    y_labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert x_labels[0] == "1" and x_labels[-1] == "10"   # 12 keys: 1, 5, 10
+    assert y_labels == [str(i) for i in range(1, 8)]     # 7 queries: every one
+    plt.close(fig)
+
+
+def test_tokens_label_the_axes(weights):
+    fig, ax = plt.subplots()
+    tokens = list("abcdefghijkl")
+    plotting.heatmap(ax, weights[0], tokens[:7], tokens, colorbar=True)
+    assert [t.get_text() for t in ax.get_xticklabels()] == tokens
+    assert len(fig.axes) == 2                             # the map and its colour bar
+    plt.close(fig)
+
+
+def test_setup_enlarges_the_fonts():
+    plotting.setup()
+    assert plt.rcParams["font.size"] >= 12 and plt.rcParams["image.interpolation"] == "none"
+
+
+def test_wrong_rank_is_refused():
+    with pytest.raises(ValueError, match="expected"):
+        plotting.plot_heads(np.zeros((3, 3)))
