@@ -1,0 +1,115 @@
+"""Sphinx extension for the course site (loaded by _config.yml, ``sphinx.local_extensions``).
+
+* **Addresses are settings.** ``repository.url``, ``launch_buttons.binderhub_url`` and
+  ``launch_buttons.jupyterhub_url`` in _config.yml: a button appears only when its address is
+  set (Binder and JupyterHub also need the repository, since they open the chapter from it).
+* **Downloads.** Every notebook page's download menu offers its ``.ipynb``: the executed chapter
+  rewritten by :mod:`notebook_export` as a plain Jupyter notebook (values, outputs, closed
+  answers). The student kit (:mod:`student_kit`) goes to ``downloads/mha-student-kit.zip``.
+* **Lighter pages.** :mod:`icons` replaces the theme's 1.5 MB icon bundle by the icons used.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sphinx.util import logging
+from sphinx.util import docname_join
+
+import icons
+import notebook_export
+import student_kit
+
+LOG = logging.getLogger(__name__)
+KIT_PATH = "downloads/mha-student-kit.zip"    # relative to the site root (chapters/exercises.md links it)
+LAUNCH_KEYS = ("binderhub_url", "jupyterhub_url")
+
+
+def hide_unset_buttons(app, config):
+    """Show the repository and launch buttons only for addresses that are set."""
+    opts = config.html_theme_options
+    repo = str(opts.get("repository_url") or "").strip()
+    opts["repository_url"] = repo
+    opts["use_repository_button"] = bool(repo)
+    launch = opts.setdefault("launch_buttons", {})
+    for key in LAUNCH_KEYS:
+        if not repo or not str(launch.get(key) or "").strip():
+            launch.pop(key, None)
+
+
+def offer_ipynb(app, pagename, templatename, context, doctree):
+    """Put the .ipynb into the download menu of every notebook page (runs before the theme's
+    header buttons are made; with no launch button set, the theme would leave it out)."""
+    from sphinx_book_theme.header_buttons.launch import _is_notebook
+
+    if doctree is not None and _is_notebook(app, context):
+        context.setdefault("ipynb_source", pagename + ".ipynb")
+
+
+def _exporter(app, docname: str, nb: dict, glue: dict) -> notebook_export.MarkdownExporter:
+    env = app.env
+    labels = env.get_domain("std").labels
+
+    def resolve_ref(label):
+        doc, _, title = labels.get(label, (None, None, label))
+        return title, (f"#{label}" if doc == docname else None)
+
+    def resolve_doc(target):
+        other = docname_join(docname, target)
+        return env.titles[other].astext() if other in env.titles else target
+
+    return notebook_export.MarkdownExporter(notebook_export.glue_values(nb, glue), resolve_ref,
+                                            resolve_doc, Path(env.doc2path(docname)).parent)
+
+
+def _executed(app, source: Path) -> dict:
+    """The executed notebook of a chapter, with its outputs.
+
+    myst-nb 1.4 writes ``jupyter_execute/<doc>.ipynb`` with outputs only when it has just run the
+    notebook; for a notebook taken from jupyter-cache it writes the unexecuted one. The outputs are
+    then merged from the cache (the same cells, so the same cache entry).
+    """
+    import nbformat
+    from jupyter_cache import get_cache
+
+    nb = nbformat.read(source, as_version=4)
+    if any(cell.get("outputs") for cell in nb.cells if cell.cell_type == "code"):
+        return nb
+    cache_path = app.env.mystnb_config.execution_cache_path or Path(app.outdir).parent / ".jupyter_cache"
+    _, merged = get_cache(cache_path).merge_match_into_notebook(nb)
+    return merged
+
+
+def export_notebooks(app) -> int:
+    executed = Path(app.outdir).parent / "jupyter_execute"
+    count = 0
+    for docname in sorted(app.env.found_docs):
+        source = executed / f"{docname}.ipynb"
+        if not source.is_file():
+            continue
+        nb = _executed(app, source)
+        glue_file = source.with_suffix(".glue.json")
+        glue = json.loads(glue_file.read_text(encoding="utf-8")) if glue_file.is_file() else {}
+        clean = notebook_export.export_notebook(nb, _exporter(app, docname, nb, glue))
+        target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(clean, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        count += 1
+    return count
+
+
+def finish(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    LOG.info("course_site: %d notebooks exported for download", export_notebooks(app))
+    root = Path(app.srcdir)
+    kit = student_kit.build_kit(root, Path(app.outdir) / KIT_PATH)
+    LOG.info("course_site: student kit %s (%d kB)", kit.name, kit.stat().st_size // 1000)
+    icons.subset_theme_icons(Path(app.outdir))
+
+
+def setup(app):
+    app.connect("config-inited", hide_unset_buttons, priority=900)
+    app.connect("html-page-context", offer_ipynb, priority=500)
+    app.connect("build-finished", finish)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

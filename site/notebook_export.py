@@ -1,0 +1,205 @@
+"""Turn an executed MyST notebook into a plain Jupyter notebook for the site's .ipynb download.
+
+myst-nb writes each chapter, executed and with its outputs, to ``_build/jupyter_execute/``; its
+Markdown cells are still MyST (``{glue:text}`` roles, ``:::{admonition}`` fences, quiz answers in
+the open). :func:`export_notebook` rewrites them as Markdown that Jupyter renders:
+
+* glue roles become the glued values (formatted as on the site), cross-reference roles their text;
+* admonitions become block quotes headed by their title; dropdowns (quiz answers) become
+  ``<details>`` that stay closed until clicked; ``{include}`` pulls the included file in;
+* ``(label)=`` targets become HTML anchors, so same-page references still jump;
+* ``from myst_nb import glue`` gets a fallback, so the notebook runs without myst-nb;
+* plumbing cells (tagged ``remove-cell``) and folded cells keep their code, collapsed.
+
+Pure functions on dicts (nbformat's JSON), no Sphinx: the site test imports this module too.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Callable
+
+GLUE_PREFIX = "application/papermill.record/"
+GLUE_IMPORT = "from myst_nb import glue"
+GLUE_FALLBACK = """\
+try:
+    from myst_nb import glue
+except ImportError:  # outside the site build: glue() shows a value only when asked to
+    def glue(name, value, display=True):
+        if display:
+            from IPython.display import display as show
+            show(value)"""
+
+_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>:{3,}|`{3,})\{(?P<name>[\w:.-]+)\}[ \t]*(?P<arg>.*)$")
+_ROLE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<body>[^`]*)`")
+_TARGET = re.compile(r"^\((?P<label>[\w.:-]+)\)=\s*$")
+_TITLED = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+
+
+def glue_values(nb: dict, glue_json: dict | None = None) -> dict[str, dict]:
+    """The mime bundles glued in a notebook, by name: from the ``<doc>.glue.json`` that myst-nb
+    writes next to the executed notebook (it strips glue outputs from the notebook itself), and
+    from any glue outputs still in ``nb``."""
+    values = {name: out.get("data", {}) for name, out in (glue_json or {}).items()}
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                values[name] = {k.removeprefix(GLUE_PREFIX): v for k, v in out.get("data", {}).items()}
+    return values
+
+
+def _plain(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+class MarkdownExporter:
+    """MyST Markdown -> CommonMark + HTML that Jupyter renders.
+
+    ``glue``: name -> mime bundle; ``resolve_ref(label)`` -> (text, href or None);
+    ``resolve_doc(target)`` -> title; ``base`` is the folder that ``{include}`` paths start from.
+    """
+
+    def __init__(self, glue: dict, resolve_ref: Callable, resolve_doc: Callable, base: Path):
+        from myst_nb.core.variables import format_plain_text  # the formatting the site uses
+
+        self.glue, self.resolve_ref, self.resolve_doc, self.base = glue, resolve_ref, resolve_doc, base
+        self._format = format_plain_text
+
+    # -- roles --------------------------------------------------------------------------------
+    def _glue_text(self, body: str) -> str:
+        key, spec = body.rsplit(":", 1) if ":" in body else (body, "")
+        bundle = self.glue.get(key.strip())
+        if bundle is None or "text/plain" not in bundle:
+            raise KeyError(f"glue key {key!r} not found in the executed notebook")
+        return self._format(_plain(bundle["text/plain"]), spec)
+
+    def _role(self, match: re.Match) -> str:
+        name, body = match["name"], match["body"]
+        titled = _TITLED.match(body)
+        text, target = (titled["text"], titled["target"]) if titled else (None, body)
+        if name.startswith("glue"):
+            return self._glue_text(body)
+        if name in ("ref", "numref"):
+            label_text, href = self.resolve_ref(target.strip())
+            text = text or label_text
+            return f"[{text}]({href})" if href else f"*{text}*"
+        if name == "doc":
+            return f"*{text or self.resolve_doc(target.strip())}*"
+        if name == "math":
+            return f"${body}$"
+        if name == "eq":
+            return f"({body})"
+        return text if text is not None else body   # download, abbr, sub, ...: their text
+
+    def roles(self, text: str) -> str:
+        return _ROLE.sub(self._role, text)
+
+    # -- block structure ----------------------------------------------------------------------
+    def convert(self, source: str) -> str:
+        return "\n".join(self._blocks(source.split("\n"))).strip("\n")
+
+    def _blocks(self, lines: list[str]) -> list[str]:
+        out, i, in_code = [], 0, None
+        while i < len(lines):
+            line = lines[i]
+            plain_fence = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+            if in_code:            # inside an ordinary code block: copy verbatim
+                out.append(line)
+                if plain_fence and plain_fence[1][0] == in_code[0] and len(plain_fence[1]) >= len(in_code) \
+                        and not line.strip().strip(in_code[0]):
+                    in_code = None
+                i += 1
+                continue
+            fence = _FENCE.match(line)
+            if fence:
+                end = self._closing(lines, i, fence["fence"])
+                body = lines[i + 1:end]
+                out.extend(self._directive(fence["name"], fence["arg"].strip(), body))
+                i = end + 1
+                continue
+            if plain_fence:
+                in_code = plain_fence[1]
+                out.append(line)
+            elif _TARGET.match(line):
+                out.append(f'<a id="{_TARGET.match(line)["label"]}"></a>')
+            elif line.startswith("%"):  # a MyST comment
+                pass
+            else:
+                out.append(self.roles(line))
+            i += 1
+        return out
+
+    @staticmethod
+    def _closing(lines: list[str], start: int, fence: str) -> int:
+        char, depth = fence[0], 0
+        for j in range(start + 1, len(lines)):
+            stripped = lines[j].strip()
+            if _FENCE.match(lines[j]) and _FENCE.match(lines[j])["fence"][0] == char:
+                depth += 1
+            elif stripped and set(stripped) == {char} and len(stripped) >= 3:
+                if depth == 0 and len(stripped) >= len(fence):
+                    return j
+                depth = max(0, depth - 1)
+        return len(lines)
+
+    @staticmethod
+    def _options(body: list[str]) -> tuple[dict, list[str]]:
+        options, k = {}, 0
+        while k < len(body) and re.match(r"^:[\w-]+:", body[k]):
+            key, _, value = body[k][1:].partition(":")
+            options[key] = value.strip()
+            k += 1
+        return options, body[k:]
+
+    def _directive(self, name: str, arg: str, body: list[str]) -> list[str]:
+        options, body = self._options(body)
+        if name == "include":
+            path = self.base / arg
+            return self._blocks(path.read_text(encoding="utf-8").split("\n"))
+        if name in ("math", "code-cell"):
+            return ["$$", *body, "$$"] if name == "math" else ["```python", *body, "```"]
+        if name in ("code-block", "code"):
+            return [f"```{arg}", *body, "```"]
+        inner = self._blocks(body)
+        title = self.roles(arg) or name.capitalize()
+        if name == "dropdown":
+            return ["", f"<details><summary><b>{title}</b></summary>", "", *inner, "", "</details>", ""]
+        kind = options.get("class", "").split()
+        mark = "⚠ " if "warning" in kind or name in ("warning", "danger", "caution") else ""
+        quoted = [f"> {ln}" if ln else ">" for ln in inner]
+        return ["", f"> **{mark}{title}**", ">", *quoted, ""]
+
+
+def export_notebook(nb: dict, markdown: MarkdownExporter) -> dict:
+    """A copy of the executed notebook ``nb`` that Jupyter shows as the site does."""
+    nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:
+        source = _plain(cell.get("source", ""))
+        if cell["cell_type"] == "markdown":
+            cell["source"] = markdown.convert(source)
+            continue
+        if cell["cell_type"] != "code":
+            continue
+        if GLUE_IMPORT in source:
+            cell["source"] = source.replace(GLUE_IMPORT, GLUE_FALLBACK)
+        # glue(..., display=False) leaves outputs that only myst-nb can read: drop them.
+        cell["outputs"] = [o for o in cell.get("outputs", [])
+                           if not any(k.startswith(GLUE_PREFIX) for k in o.get("data", {}))]
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if tags & {"remove-cell", "remove-input", "hide-input", "hide-cell"}:
+            cell.setdefault("metadata", {}).setdefault("jupyter", {})["source_hidden"] = True
+    nb.setdefault("metadata", {}).pop("mystnb", None)
+    return nb
+
+
+def leftover_myst(nb: dict) -> list[str]:
+    """MyST syntax that survived an export (the site test expects none)."""
+    found = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = _plain(cell["source"])
+            found += [m.group(0) for m in _ROLE.finditer(text)]
+            found += [ln for ln in text.split("\n") if _FENCE.match(ln) or _TARGET.match(ln)]
+    return found
