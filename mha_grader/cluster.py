@@ -1,0 +1,85 @@
+"""Grading on Dask distributed: the same jobs as the local thread pool, run by Dask workers.
+
+    python -m mha_grader grade --scheduler local              # a LocalCluster here (W processes x 1 thread)
+    python -m mha_grader grade --scheduler tcp://HOST:8786     # an existing scheduler
+
+Other machines join a scheduler with ``dask worker tcp://HOST:8786 --nthreads 1 --nworkers N`` run from
+a checkout of this repository (same commit) inside its venv, with the repository root on PYTHONPATH
+(see the README). A worker runs only :func:`grade_job` (the sandbox and the judge); it needs no course
+folder, no secret and no gradebook: the hidden cases travel with each job, and the result (plain data)
+comes back here, where the coordinating process alone records it.
+
+Each job is one Dask task whose key names its (student, notebook) and what was graded, so no job is
+submitted twice and none is left out: the run ends only when every key has a result or has failed.
+An infrastructure failure (the sandbox failed: run.InfraError, or the worker died) is retried by Dask
+(``retries``); a job that still fails is reported and, having no stamp, is graded by the next run.
+"""
+import functools
+import os
+import tempfile
+from pathlib import Path
+
+from . import run, sandbox
+
+
+def execute(plan: list[dict], course, args, limits: sandbox.Limits, retries: int):
+    """Yield (job, result or None) as jobs finish (None: failed after ``retries`` more tries)."""
+    from distributed import as_completed
+
+    cluster, client = _connect(args)
+    try:
+        releases = {name: client.scatter(release, hash=False) for name, release in course.releases.items()}
+        jobs, futures = {}, []
+        for job in plan:
+            key = f"mha-grade-{job['student']}-{job['notebook']}-{job['key'][:16]}"
+            assert key not in jobs, f"{key} planned twice"
+            jobs[key] = job
+            futures.append(client.submit(grade_on_worker, releases[job["notebook"]], job, limits,
+                                         args.unsafe_no_sandbox, key=key, retries=retries, pure=False))
+        for future in as_completed(futures):
+            job = jobs[future.key]
+            if future.status == "finished":
+                yield job, future.result()
+            else:
+                job["error"] = f"{type(future.exception()).__name__}: {future.exception()}"
+                yield job, None
+            future.release()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _connect(args):
+    """(the LocalCluster started here or None, a Client connected to the scheduler)."""
+    from distributed import Client, LocalCluster
+
+    if args.scheduler == "local":
+        cluster = LocalCluster(n_workers=max(1, args.workers), threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None)
+        return cluster, Client(cluster)
+    return None, Client(args.scheduler, timeout="30s")
+
+
+def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
+    """run.grade_job on a worker, after checking once per worker process that its sandbox isolates.
+
+    A worker whose sandbox does not isolate raises run.InfraError for every job (Dask retries it,
+    perhaps elsewhere; in the end it is reported as not graded): it never grades unsandboxed.
+    """
+    if not unsafe:
+        problems = _worker_isolation_problems()
+        if problems:
+            raise run.InfraError("the sandbox does not isolate student code on this worker: " + "; ".join(problems))
+    return run.grade_job(release, job, limits, unsafe)
+
+
+@functools.cache
+def _worker_isolation_problems() -> tuple[str, ...]:
+    """sandbox.probe on this worker machine: its home folder must be hidden, Python read-only."""
+    fd, canary = tempfile.mkstemp(prefix=".sandbox-canary-", dir=Path.home())
+    os.close(fd)
+    try:
+        return tuple(sandbox.probe([canary], sandbox.python_prefixes() + ["/usr"]))
+    finally:
+        os.unlink(canary)
