@@ -262,17 +262,23 @@ def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str, 
     """(label, what is wrong, fix) when the zeros of the weights are not where the mask puts them."""
     t_q, t_k = weights.shape[-2:]
     zero = np.all(np.abs(weights) <= tol, axis=tuple(range(weights.ndim - 2)))
-    want = ~np.tril(np.ones((t_q, t_k), dtype=bool)) if inp.causal else np.zeros((t_q, t_k), dtype=bool)
-    if np.array_equal(zero, want):
+    lower = np.tril(np.ones((t_q, t_k), dtype=bool))
+    future = ~lower
+    if np.array_equal(zero, future if inp.causal else np.zeros_like(zero)):
         return None
-    future = ~np.tril(np.ones((t_q, t_k), dtype=bool))
-    if inp.causal and not zero[future].any():
+    if inp.causal and np.array_equal(zero, np.tril(np.ones((t_q, t_k), dtype=bool), -1)):
+        s = BY_KEY["mask_inverted"]
+        return s.label, "the keys before each query get weight 0 and the later ones do not", s.fix
+    if inp.causal and np.array_equal(zero, future | np.eye(t_q, t_k, dtype=bool)):
+        s = BY_KEY["mask_strict"]
+        return s.label, "each query gives weight 0 to its own key too", s.fix
+    if inp.causal and not zero.any():
         s = BY_KEY["no_mask"]
         return s.label, "the weights of keys after the query are not 0", s.fix
-    if not inp.causal and zero.any():
+    if not inp.causal:
         s = BY_KEY["mask_always"]
         return s.label, "some weights are 0 although causal=False", s.fix
-    if inp.causal and zero[~future].any():
+    if zero[lower].any():
         return ("causal mask hides allowed keys", "some keys at or before the query get weight 0",
                 "query i may attend to keys 0..i: hide only j > i (torch.ones(T_q, T_k).tril())")
     return ("causal mask incomplete", "some keys after the query get a weight that is not 0",

@@ -142,7 +142,8 @@ def same_error(case, kind: str, message: str):
 def _linear_runner(wname, bname):
     def runner(case):
         x, w, b = (_np(a) for a in (list(case.args) + [None])[:3])
-        return variants.linear_switches(wname, bname, "the product" if wname == "w" else "W^O"), \
+        layout = "(d_in, d_out)" if wname == "w" else "(h*d_v, d_model)"
+        return variants.linear_switches(wname, bname, "the product" if wname == "w" else "W^O", layout), \
             lambda m: variants.linear(x, w, b, m)
     return runner
 
@@ -182,6 +183,10 @@ def error_hint(case, message: str, sizes: dict):
     if d_k != d and d_k in numbers and d in numbers and ("mat" in message or "shape" in message):
         return named((attention.BY_KEY["heads_averaged"],), "A tensor with d_k = "
                      f"{d_k} features met W^O, which needs d_model = {d}. ")
+    size = re.search(r"invalid for input of size (\d+)", message)
+    if size and t_q != t_k and t_q in numbers and int(size.group(1)) == sizes["B"] * t_k * d:
+        return ("keys reshaped with the query's length", f"The key (or value) holds T_k = {t_k} positions but was "
+                f"reshaped with the query's T_q = {t_q}: reshape each with its own length (key.shape[1], or -1).")
     if t_q != t_k and {t_q, t_k} <= numbers and case.args[4]:
         return named((attention.BY_KEY["mask_square"],), f"A ({t_q}, {t_q}) mask met scores with T_k = {t_k} "
                      "keys. ")
@@ -555,42 +560,51 @@ def dropout_story(p: float) -> tuple[str, str]:
             "training=False): attention here has no dropout, remove it.")
 
 
+WEIGHT_SWITCHES = [s for s in attention.SWITCHES if attention.STAGE_OF[s.key] in (4, 5)]
+
+
 def weight_properties(call, w, inp, tol):
-    """The weights are distributions over the keys and, if causal, give 0 to later keys."""
+    """The weights are distributions over the keys and, if causal, give 0 to later keys; a failure
+    is explained by the mask or softmax mistake (or pair) that gives exactly these weights."""
+    problem = _weight_problem(w, inp, tol)
+    if problem is None:
+        return
+    text, label, why = problem
+    combo = find_variant(w, tol, WEIGHT_SWITCHES, lambda m: attention.forward(inp, m)[1], ok=attention.compatible)
+    if combo:
+        label, why = named(combo)
+    raise Fail(f"{call}: {text} {why}", label)
+
+
+def _weight_problem(w, inp, tol):
+    """(what is wrong, label, why) or None."""
     if np.isnan(w).any():
-        raise Fail(f"{call}: the attention weights contain NaN: does your mask hide every key from some query "
-                   "(or subtract inf from inf)?", "NaN in the weights")
+        return ("the attention weights contain NaN.", "NaN in the weights",
+                "A softmax over a row whose scores are all -inf gives NaN: does your mask hide every key from "
+                "some query?")
     if (w < -tol).any():
-        raise Fail(f"{call}: some attention weights are negative; a softmax gives weights in [0, 1].",
-                   "negative weights")
+        return ("some attention weights are negative; a softmax gives weights in [0, 1].", "negative weights",
+                "Return torch.softmax(scores, dim=-1).")
     rows = w.sum(axis=-1)
     if not np.allclose(rows, 1.0, atol=100 * tol):
+        text = f"each query's weights over the keys should sum to 1; one row sums to " \
+               f"{rows.flat[np.argmax(np.abs(rows - 1.0))]:.4g}."
         axis = attention.softmax_axis_story(w, tol)
-        worst = rows.flat[np.argmax(np.abs(rows - 1.0))]
         p = attention.dropout_rate(w, attention.forward(inp)[1], tol)
         if p is not None:
-            label, why = dropout_story(p)
-            raise Fail(f"{call}: each query's weights over the keys should sum to 1; one row sums to {worst:.4g}. "
-                       + why, label)
+            return (text, *dropout_story(p))
         if axis:
-            why, label = (f"They sum to 1 over {axis} instead: the softmax must run over the keys, dim=-1.",
-                          f"softmax over the wrong axis ({axis})")
-        elif inp.causal and attention.mask_story(w, inp, tol) is None:
-            why, label = ("The future keys get weight 0 but the rows no longer sum to 1: mask the scores with "
-                          "-inf before the softmax, not the weights after it.", "mask applied after the softmax")
-        else:
-            why, label = "Take torch.softmax(scores, dim=-1).", "weights are not a softmax over the keys"
-        raise Fail(f"{call}: each query's weights over the keys should sum to 1; one row sums to {worst:.4g}. "
-                   + why, label)
-    if inp.causal:
-        future = ~np.tril(np.ones(w.shape[-2:], dtype=bool))
-        if np.abs(w[..., future]).max(initial=0.0) > tol:
-            story = attention.mask_story(w, inp, tol)
-            label = story[0] if story else "causal mask not applied"
-            raise Fail(f"{call}: with causal=True, query i must give weight 0 to keys after i (the upper "
-                       f"triangle), but some of those weights are not 0. "
-                       f"{story[2][0].upper() + story[2][1:] if story else 'Mask the scores before the softmax'}.",
-                       label)
+            return (text, f"softmax over the wrong axis ({axis})",
+                    f"They sum to 1 over {axis} instead: the softmax must run over the keys, dim=-1.")
+        if inp.causal and attention.mask_story(w, inp, tol) is None:
+            return (text, "mask applied after the softmax", "The future keys get weight 0 but the rows no longer "
+                    "sum to 1: mask the scores with -inf before the softmax, not the weights after it.")
+        return text, "weights are not a softmax over the keys", "Return torch.softmax(scores, dim=-1)."
+    story = attention.mask_story(w, inp, tol)
+    if story:
+        label, what, fix = story
+        return (f"with causal={inp.causal}, {what}.", label, fix[0].upper() + fix[1:] + ".")
+    return None
 
 
 def _per_head_sizes(case):
@@ -608,7 +622,8 @@ ERROR_VARIANTS = {"project": _linear_runner("w", "b"), "output_projection": _lin
 
 SPECS = {
     "project": Spec(_describe_linear("project", "w", "b", "d_in, d_out", "B, T, d_in"),
-                    _check_linear("w", "b", "B, T, d_out", variants.linear_switches("w", "b", "the product")),
+                    _check_linear("w", "b", "B, T, d_out", variants.linear_switches("w", "b", "the product",
+                                                                                   "(d_in, d_out)")),
                     _linear_sizes),
     "fuse_heads": Spec(_describe_fuse, _check_fuse, _fuse_sizes),
     "split_heads": Spec(lambda c: f"split_heads(x, num_heads={c.args[1]}) with x {dims('B, T, d', np.shape(c.args[0]))}",
@@ -616,7 +631,8 @@ SPECS = {
     "merge_heads": Spec(lambda c: f"merge_heads(x) with x {dims('B, h, T, d_v', np.shape(c.args[0]))}",
                         _check_merge, _merge_sizes),
     "output_projection": Spec(_describe_linear("output_projection", "w_o", "b_o", "h*d_v, d_model", "B, T, h*d_v"),
-                              _check_linear("w_o", "b_o", "B, T, d_model", variants.linear_switches("w_o", "b_o", "W^O")),
+                              _check_linear("w_o", "b_o", "B, T, d_model",
+                                            variants.linear_switches("w_o", "b_o", "W^O", "(h*d_v, d_model)")),
                               _linear_sizes),
     "output_projection_per_head": Spec(_describe_per_head, _check_per_head, _per_head_sizes),
     "multi_head_attention": Spec(_describe_mha, _check_mha, _mha_sizes),
