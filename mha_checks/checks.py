@@ -42,6 +42,9 @@ def read_array(value, call: str, what: str = "the result") -> np.ndarray:
             text = (f"{call} returned None: is a `return` missing?" if what == "the result"
                     else f"{call}: {what} is None; expected an array.")
             raise Fail(text, "returns None") from None
+        if "dtype" in str(err):
+            raise Fail(f"{call}: {what} is a {err}, which cannot be checked: return float16, float32 or float64 "
+                       "values.", "unreadable dtype") from None
         raise Fail(f"{call}: {what} is {err}; expected one array (NumPy or torch).", "not an array") from None
 
 
