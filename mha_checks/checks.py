@@ -172,10 +172,15 @@ def _numbers_note(message: str, sizes: dict) -> str:
 def error_hint(case, message: str, sizes: dict):
     """A named mistake for errors that tell it: None added, an unbatched input, sizes of exercise 5."""
     bias = {"project": "b", "output_projection": "b_o", "output_projection_per_head": "b_o"}.get(case.function)
-    if bias and "NoneType" in message and len(case.args) > 2 and case.args[2] is None:
+    if bias and "NoneType" in message and (list(case.args) + [None] * 3)[2] is None:
         return (f"{bias}=None not handled", f"Here {bias} is None (no bias) and adding None fails: add the bias "
                 f"only when it is given, so when the bias is None return the product alone "
                 f"(if {bias} is not None: out = out + {bias}).")
+    keyword = re.search(r"unexpected keyword argument '(\w+)'", message)
+    if keyword:
+        return (f"wrong keyword argument {keyword.group(1)}=", f"The function you call has no argument named "
+                f"{keyword.group(1)}= (NumPy's transpose takes axes=, torch's transpose two dims, TensorFlow's "
+                "takes perm=): check its signature.")
     if case.function in ("project", "output_projection") and np.ndim(case.args[0]) == 2:
         return ("fails on unbatched input", "This x is unbatched, (T, d_in): write the projection for any "
                 "leading axes (x @ w works for (T, d_in) and (B, T, d_in) alike).")
@@ -220,6 +225,8 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
     if X.shape[0] < d_in + 2:
         return None
     A = np.hstack([X, np.ones((X.shape[0], 1))])
+    if np.linalg.matrix_rank(A) < d_in + 1:  # M and c are not determined by these inputs
+        return None
     coef, *_ = np.linalg.lstsq(A, Y, rcond=None)
     if not arrays.all_close(A @ coef, Y, 10 * tol):
         return ("not a linear map of x", f"Your result is not x @ M + c for any M and c: use the matrix "
@@ -246,7 +253,7 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
         elif close(c, 0 * b):
             parts.append(f"{bname} is not added")
             labels.append("the bias was left out")
-        elif close(c, b @ w):
+        elif w.shape[0] == w.shape[1] and close(c, b @ w):
             parts.append(f"{bname} is added before the product")
             labels.append("the bias added before the product")
         else:

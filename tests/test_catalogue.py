@@ -54,6 +54,9 @@ def test_counts(graded):
     unnamed = sorted(set(m.student for m in MUTANTS) - {m.student for m in named})
     print("not named:", unnamed)
     assert len(caught) == len(MUTANTS)
+    crashed = [m.student for m in MUTANTS for r in (*graded[m.student][0].values(), *graded[m.student][1].values())
+               if "could not be checked" in r.message]
+    assert not crashed  # the judge itself never failed on an answer
     assert len(named) >= 0.9 * len(MUTANTS), unnamed
 
 
