@@ -263,8 +263,8 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
             labels.append("wrong bias")
     if not parts:
         return None
-    return " + ".join(labels), (f"Your result is a linear map of x, but {' and '.join(parts)}: compute "
-                                f"x @ {wname} + {bname}.")
+    want = f"x @ {wname}" + ("" if b is None else f" + {bname}")
+    return " + ".join(labels), f"Your result is a linear map of x, but {' and '.join(parts)}: compute {want}."
 
 
 def _check_linear(wname, bname, out_axes, switches):
@@ -424,8 +424,10 @@ def _check_per_head(case, result, call):
             fit = linear_fit(g, variants.merge(heads), w_o, b_o, tol, "w_o", "b_o")
             if fit:
                 label, text = fit
-                return label, text.replace("a linear map of x", "a linear map of the heads").replace(
-                    "x @ w_o + b_o", "the sum over heads of heads[:, i] @ w_o[i*d_v:(i+1)*d_v], plus b_o once")
+                head, _, _ = text.rpartition(": compute ")
+                return label, (head.replace("a linear map of x", "a linear map of the heads") + ": compute the sum "
+                               "over heads of heads[:, i] @ w_o[i*d_v:(i+1)*d_v]"
+                               + ("." if b_o is None else ", plus b_o once."))
         return None
     compare(call, got, want, "B, T, d_model", "the result", tol, explain, sizes)
 
