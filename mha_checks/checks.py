@@ -238,7 +238,7 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
     if not close(M, w):
         if close(M, s * w):
             parts.append(f"the product is {s:.4g} * x @ {wname}")
-            labels.append(f"product scaled by {s:.3g}")
+            labels.append("product scaled by a constant")
         elif w.shape[0] == w.shape[1] and close(M, w.T):
             parts.append(f"the product uses {wname}.T")
             labels.append(f"{wname} used transposed")
@@ -532,10 +532,22 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
             return label, (f"The weights depart at the scale: your scores are divided by {said}, not by "
                            f"sqrt(d_k) = {math.sqrt(s['d_k']):.4g} (d_k = d_model / h = {s['d_k']}); divide "
                            "q @ k.transpose(-2, -1) by math.sqrt(d_k).")
+        per_head = attention.fit_scale_per_head(got_w, inp)
+        if per_head is not None:
+            said = ", ".join(f"{v:.3g}" for v in per_head)
+            return ("scores divided by a different factor in each head", "The weights depart at the scale: each "
+                    f"head's scores are divided by its own factor ({said}), not all by sqrt(d_k) = "
+                    f"{math.sqrt(s['d_k']):.4g}; divide every head's scores by math.sqrt(d_k).")
         for sw in attention.SWITCHES:
-            if attention.STAGE_OF[sw.key] <= 1 and attention.fit_scale(got_w, inp, frozenset({sw.key})):
-                    return named((sw,), "The weights depart before the softmax, at the projection or the "
-                                 "split, and the scale is off too. ")
+            if attention.STAGE_OF[sw.key] > 1:
+                continue
+            scale = attention.fit_scale(got_w, inp, frozenset({sw.key}))
+            if scale is None:
+                continue
+            off = "" if math.isclose(scale, math.sqrt(s["d_k"]), rel_tol=2e-3) else \
+                f" and the scores are divided by {scale:.4g}, not sqrt(d_k) = {math.sqrt(s['d_k']):.4g}"
+            label, text = named((sw,), f"The weights depart before the softmax, at the projection or the split{off}. ")
+            return label + (" + wrong scale" if off else ""), text
         return ("departs before the softmax", "The weights depart before the softmax: the scores Q K^T differ "
                 "from the reference; check the projections (rows 0:d and d:2d of mha.in_proj_weight, "
                 "x @ W.T + b) and the split into heads ((B, T, h, d_k), then swap axes 1 and 2).")
@@ -561,6 +573,10 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
             return (f"heads merged as {found.code('heads')}", "The weights are right; the output departs at the "
                     f"merge: your heads are merged as {found.code('heads')}, not heads.transpose(1, 2)"
                     ".reshape(B, T_q, d_model).")
+    k = float((got_out * want_out).sum() / max((want_out * want_out).sum(), 1e-300))
+    if arrays.all_close(got_out, k * want_out, 10 * tol):
+        return ("output scaled by a constant", f"The weights are right; the output is {k:.4g} times the right one: "
+                "remove the extra factor (out = F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)).")
     return ("departs after the softmax", "The weights are right; the output departs after the softmax, in "
             "weights @ V (the value projection: rows 2d:3d of mha.in_proj_weight and b_v), the merge "
             "((B, h, T_q, d_k) -> (B, T_q, h, d_k) -> (B, T_q, d_model)) or W^O.")

@@ -124,6 +124,8 @@ MERGE_B_T = ("heads merged with B and T swapped",
              "keep the batch axis first: x.transpose(0, 2, 1, 3) gives (B, T, h, d_v)")
 
 MERGE_SWITCHES = [
+    Switch("reversed", "heads concatenated in reverse order",
+           "head 0 comes first: x.transpose(0, 2, 1, 3) keeps the heads in order"),
     Switch("mean", "heads averaged instead of concatenated",
            "Concat(head_1, ..., head_h) keeps every head: the result has h*d_v features, not d_v"),
     Switch("sum", "heads summed instead of concatenated",
@@ -132,6 +134,8 @@ MERGE_SWITCHES = [
 
 
 def merge(x, m=frozenset()):
+    if "reversed" in m:
+        x = x[..., ::-1, :, :]
     if "mean" in m:
         return x.mean(axis=-3)
     if "sum" in m:
