@@ -312,3 +312,14 @@ def test_an_output_scaled_by_a_constant_is_measured():
     v = verdict(lambda q, k, val, mha, causal: tuple(t * f for t, f in zip(reference_mha(q, k, val, mha, causal),
                                                                            (0.5, 1.0))), mha_case())
     assert "0.5 times the right one" in v.message
+
+
+def test_wrapping_keeps_every_word_and_formulas_whole():
+    rng = np.random.default_rng(3)
+    words = ["x", "@", "w", "+", "b", "(B, T_q, d_model)", "=", "(2, 5, 12)", "softmax(q", "k^T)", "a" * 90, "the"]
+    for _ in range(200):
+        text = " ".join(rng.choice(words, size=int(rng.integers(1, 60))))
+        wrapped = visible.wrap(text)
+        assert all(len(line) <= 78 for line in wrapped.splitlines())
+        assert wrapped.split() == text.split() or "a" * 90 in text
+    assert visible.wrap("word " * 14 + "x @ w + b").endswith("\nx @ w + b")
