@@ -323,3 +323,11 @@ def test_wrapping_keeps_every_word_and_formulas_whole():
         assert all(len(line) <= 78 for line in wrapped.splitlines())
         assert wrapped.split() == text.split() or "a" * 90 in text
     assert visible.wrap("word " * 14 + "x @ w + b").endswith("\nx @ w + b")
+
+
+def test_a_name_error_in_the_students_function_is_reported_with_its_line():
+    ns: dict = {}
+    exec(compile("def split_heads(x, num_heads):\n    d_k = x.shape[-1] // num_heads\n    return x.reshape(B, T, h, d_k)\n",
+                 "<cell split_heads>", "exec"), ns)
+    v = verdict(ns["split_heads"], split_case())
+    assert "raised NameError (line 3 of your cell): name 'B' is not defined" in v.message
