@@ -12,11 +12,8 @@ values are graded), a list or a tuple where a pair is asked, views and non-conti
 """
 from dataclasses import dataclass
 
-import numpy as np
-
-from . import arrays, calling
-from .arrays import NotAnArray, dims
-from .cases import Case, MhaWeights
+from . import calling
+from .cases import Case
 
 
 @dataclass(frozen=True)
@@ -92,4 +89,4 @@ def sizes_note(sizes: dict) -> str:
     return ""
 
 
-__all__ = ["Verdict", "judge", "Case", "MhaWeights", "dims", "NotAnArray", "arrays"]
+__all__ = ["Verdict", "judge", "Case"]
