@@ -44,6 +44,14 @@ SWITCHES = [
            "project key with W_k and value with W_v: in cross-attention they differ from query, and T_k != T_q"),
     Switch("v_from_key", "values computed from the key instead of the value",
            "project value (the third argument) with W_v"),
+    Switch("k_from_value", "keys computed from the value instead of the key",
+           "project key (the second argument) with W_k"),
+    Switch("no_q_bias", "the query bias b_q was left out",
+           "add b_q (mha.in_proj_bias[:d_model]) after the query projection"),
+    Switch("no_v_bias", "the value bias b_v was left out",
+           "add b_v (mha.in_proj_bias[2*d_model:]) after the value projection"),
+    Switch("v_not_T", "W_v not transposed (torch.nn.Linear stores (d_out, d_in))",
+           "project the values with value @ W_v.T + b_v, or F.linear(value, W_v, b_v)"),
     Switch("split_no_T", "split into heads by a reshape without transpose",
            "reshape (B, T, d_model) to (B, T, h, d_k), then swap axes 1 and 2: (B, h, T, d_k)"),
     Switch("no_split", "attention computed over all d_model features at once (no split into heads)",
@@ -79,6 +87,8 @@ SWITCHES = [
            "swap the h and T axes back ((B, T, h, d_k)) before reshaping to (B, T, d_model)"),
     Switch("merge_order", "heads merged in the wrong axis order",
            "swap the h and T axes back ((B, T, h, d_k)) before reshaping to (B, T, d_model)"),
+    Switch("heads_reversed", "heads concatenated in reverse order",
+           "head 0 comes first: merge with weights @ v as it is, (B, h, T_q, d_k) -> (B, T_q, h, d_k)"),
     Switch("heads_averaged", "heads averaged instead of concatenated",
            "Concat(head_1, ..., head_h) keeps every head: (B, T, h*d_k) = (B, T, d_model) before W^O"),
     Switch("no_w_o", "W^O was forgotten", "after concatenating the heads, apply the output projection: "
@@ -93,7 +103,8 @@ SWITCHES = [
            "return the softmax of the scores (each row sums to 1), not the scores"),
 ]
 BY_KEY = {s.key: s for s in SWITCHES}
-STAGE_OF = {"no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
+STAGE_OF = {"k_from_value": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
+            "no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
             "split_no_T": 1, "split_strided": 1, "scale_d_model": 3, "no_scale": 3, "scale_d_k": 3,
             "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
             "mask_square": 4, "mask_zero": 4, "mask_after": 5, "softmax_queries": 5, "softmax_heads": 5,
@@ -103,7 +114,9 @@ STAGE_OF = {"no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_
 EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul"},
              {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_zero", "mask_after"},
              {"softmax_queries", "softmax_heads"}, {"merge_no_T", "merge_order", "heads_averaged"},
-             {"no_w_o", "no_out_bias", "out_not_T"}, {"kv_from_query", "v_from_key"},
+             {"no_w_o", "no_out_bias", "out_not_T"}, {"kv_from_query", "v_from_key", "k_from_value"},
+             {"no_in_bias", "no_q_bias", "no_v_bias"}, {"in_not_T", "v_not_T"},
+             {"merge_no_T", "merge_order", "heads_averaged", "heads_reversed"},
              {"split_no_T", "split_strided", "no_split"}, {"qk_swapped", "qv_swapped"}]
 
 
@@ -129,11 +142,15 @@ def projections(inp: Inputs, m=frozenset()):
         w_q, w_v, b_q, b_v = w_v, w_q, b_v, b_q
     if "no_in_bias" in m:
         b_q = b_k = b_v = 0.0
+    b_q = 0.0 if "no_q_bias" in m else b_q
+    b_v = 0.0 if "no_v_bias" in m else b_v
     query, key, value = inp.query, inp.key, inp.value
     if "kv_from_query" in m:
         key = value = query
     if "v_from_key" in m:
         value = key
+    if "k_from_value" in m:
+        key = value
 
     def lin(x, w, b):
         return x @ (w if "in_not_T" in m else w.T) + b
@@ -148,7 +165,8 @@ def projections(inp: Inputs, m=frozenset()):
             return x.reshape(n, t, d_k, h).transpose(0, 3, 1, 2)
         return x.reshape(n, t, h, d_k).transpose(0, 2, 1, 3)
 
-    q, k, v = split(lin(query, w_q, b_q)), split(lin(key, w_k, b_k)), split(lin(value, w_v, b_v))
+    v_lin = (value @ w_v + b_v) if "v_not_T" in m else lin(value, w_v, b_v)
+    q, k, v = split(lin(query, w_q, b_q)), split(lin(key, w_k, b_k)), split(v_lin)
     return q, k, v, q @ k.swapaxes(-1, -2)
 
 
@@ -192,6 +210,8 @@ def forward(inp: Inputs, m=frozenset()):
     n, h, t_q, d_k = heads.shape
     if "no_split" in m:
         weights, concat = weights[:, 0], heads[:, 0]
+    elif "heads_reversed" in m:
+        concat = heads[:, ::-1].transpose(0, 2, 1, 3).reshape(n, t_q, h * d_k)
     elif "heads_averaged" in m:
         concat = heads.mean(1)
     elif "merge_order" in m:
@@ -221,6 +241,20 @@ SCALES = {"sqrt(d_model)": lambda s: math.sqrt(s["d_model"]), "d_k": lambda s: s
           "h": lambda s: s["h"], "sqrt(T_k)": lambda s: math.sqrt(s["T_k"])}
 
 
+def fit_scale_per_head(weights: np.ndarray, inp: Inputs) -> list[float] | None:
+    """One divisor per head, when each head's weights fit their own scale (and not one common scale)."""
+    if weights.ndim != 4 or weights.shape[1] != inp.num_heads:
+        return None
+    *_, raw = projections(inp)
+    found = []
+    for i in range(inp.num_heads):
+        s = _fit(weights[:, i:i + 1], raw[:, i:i + 1], inp)
+        if s is None:
+            return None
+        found.append(s)
+    return found
+
+
 def fit_scale(weights: np.ndarray, inp: Inputs, m=frozenset()) -> float | None:
     """The divisor s such that log(weights) = raw scores / s + a constant per row, when one fits.
 
@@ -228,6 +262,10 @@ def fit_scale(weights: np.ndarray, inp: Inputs, m=frozenset()) -> float | None:
     scores themselves differ, not only their scale).
     """
     *_, raw = projections(inp, m)
+    return _fit(weights, raw, inp)
+
+
+def _fit(weights: np.ndarray, raw: np.ndarray, inp: Inputs) -> float | None:
     if weights.shape != raw.shape or not np.isfinite(weights).all() or (weights < 0).any():
         return None
     allowed = allowed_mask(inp)
@@ -262,17 +300,23 @@ def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str, 
     """(label, what is wrong, fix) when the zeros of the weights are not where the mask puts them."""
     t_q, t_k = weights.shape[-2:]
     zero = np.all(np.abs(weights) <= tol, axis=tuple(range(weights.ndim - 2)))
-    want = ~np.tril(np.ones((t_q, t_k), dtype=bool)) if inp.causal else np.zeros((t_q, t_k), dtype=bool)
-    if np.array_equal(zero, want):
+    lower = np.tril(np.ones((t_q, t_k), dtype=bool))
+    future = ~lower
+    if np.array_equal(zero, future if inp.causal else np.zeros_like(zero)):
         return None
-    future = ~np.tril(np.ones((t_q, t_k), dtype=bool))
-    if inp.causal and not zero[future].any():
+    if inp.causal and np.array_equal(zero, np.tril(np.ones((t_q, t_k), dtype=bool), -1)):
+        s = BY_KEY["mask_inverted"]
+        return s.label, "the keys before each query get weight 0 and the later ones do not", s.fix
+    if inp.causal and np.array_equal(zero, future | np.eye(t_q, t_k, dtype=bool)):
+        s = BY_KEY["mask_strict"]
+        return s.label, "each query gives weight 0 to its own key too", s.fix
+    if inp.causal and not zero.any():
         s = BY_KEY["no_mask"]
         return s.label, "the weights of keys after the query are not 0", s.fix
-    if not inp.causal and zero.any():
+    if not inp.causal:
         s = BY_KEY["mask_always"]
         return s.label, "some weights are 0 although causal=False", s.fix
-    if inp.causal and zero[~future].any():
+    if zero[lower].any():
         return ("causal mask hides allowed keys", "some keys at or before the query get weight 0",
                 "query i may attend to keys 0..i: hide only j > i (torch.ones(T_q, T_k).tril())")
     return ("causal mask incomplete", "some keys after the query get a weight that is not 0",

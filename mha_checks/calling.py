@@ -50,7 +50,11 @@ def encode(value, depth: int = 0):
     if value is None or isinstance(value, bool | int | float | str):
         return value[:200] if isinstance(value, str) else value
     if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
-        return {"$tensor": _encode_numeric(value.detach().cpu().numpy(), type(value).__name__)}
+        try:
+            array = value.detach().cpu().numpy()
+        except (TypeError, RuntimeError):  # bfloat16, complex32, sparse, ...: not an answer we can read
+            return {"$other": f"tensor of dtype {getattr(value, 'dtype', '?')}"}
+        return {"$tensor": _encode_numeric(array, type(value).__name__)}
     if isinstance(value, np.ndarray | np.generic):
         return _encode_numeric(np.asarray(value), type(value).__name__)
     if isinstance(value, tuple | list) and len(value) <= 64:

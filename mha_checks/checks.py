@@ -42,6 +42,9 @@ def read_array(value, call: str, what: str = "the result") -> np.ndarray:
             text = (f"{call} returned None: is a `return` missing?" if what == "the result"
                     else f"{call}: {what} is None; expected an array.")
             raise Fail(text, "returns None") from None
+        if "dtype" in str(err):
+            raise Fail(f"{call}: {what} is a {err}, which cannot be checked: return float16, float32 or float64 "
+                       "values.", "unreadable dtype") from None
         raise Fail(f"{call}: {what} is {err}; expected one array (NumPy or torch).", "not an array") from None
 
 
@@ -142,7 +145,8 @@ def same_error(case, kind: str, message: str):
 def _linear_runner(wname, bname):
     def runner(case):
         x, w, b = (_np(a) for a in (list(case.args) + [None])[:3])
-        return variants.linear_switches(wname, bname, "the product" if wname == "w" else "W^O"), \
+        layout = "(d_in, d_out)" if wname == "w" else "(h*d_v, d_model)"
+        return variants.linear_switches(wname, bname, "the product" if wname == "w" else "W^O", layout), \
             lambda m: variants.linear(x, w, b, m)
     return runner
 
@@ -168,10 +172,15 @@ def _numbers_note(message: str, sizes: dict) -> str:
 def error_hint(case, message: str, sizes: dict):
     """A named mistake for errors that tell it: None added, an unbatched input, sizes of exercise 5."""
     bias = {"project": "b", "output_projection": "b_o", "output_projection_per_head": "b_o"}.get(case.function)
-    if bias and "NoneType" in message and len(case.args) > 2 and case.args[2] is None:
+    if bias and "NoneType" in message and (list(case.args) + [None] * 3)[2] is None:
         return (f"{bias}=None not handled", f"Here {bias} is None (no bias) and adding None fails: add the bias "
                 f"only when it is given, so when the bias is None return the product alone "
                 f"(if {bias} is not None: out = out + {bias}).")
+    keyword = re.search(r"unexpected keyword argument '(\w+)'", message)
+    if keyword:
+        return (f"wrong keyword argument {keyword.group(1)}=", f"The function you call has no argument named "
+                f"{keyword.group(1)}= (NumPy's transpose takes axes=, torch's transpose two dims, TensorFlow's "
+                "takes perm=): check its signature.")
     if case.function in ("project", "output_projection") and np.ndim(case.args[0]) == 2:
         return ("fails on unbatched input", "This x is unbatched, (T, d_in): write the projection for any "
                 "leading axes (x @ w works for (T, d_in) and (B, T, d_in) alike).")
@@ -182,6 +191,10 @@ def error_hint(case, message: str, sizes: dict):
     if d_k != d and d_k in numbers and d in numbers and ("mat" in message or "shape" in message):
         return named((attention.BY_KEY["heads_averaged"],), "A tensor with d_k = "
                      f"{d_k} features met W^O, which needs d_model = {d}. ")
+    size = re.search(r"invalid for input of size (\d+)", message)
+    if size and t_q != t_k and t_q in numbers and int(size.group(1)) == sizes["B"] * t_k * d:
+        return ("keys reshaped with the query's length", f"The key (or value) holds T_k = {t_k} positions but was "
+                f"reshaped with the query's T_q = {t_q}: reshape each with its own length (key.shape[1], or -1).")
     if t_q != t_k and {t_q, t_k} <= numbers and case.args[4]:
         return named((attention.BY_KEY["mask_square"],), f"A ({t_q}, {t_q}) mask met scores with T_k = {t_k} "
                      "keys. ")
@@ -212,6 +225,8 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
     if X.shape[0] < d_in + 2:
         return None
     A = np.hstack([X, np.ones((X.shape[0], 1))])
+    if np.linalg.matrix_rank(A) < d_in + 1:  # M and c are not determined by these inputs
+        return None
     coef, *_ = np.linalg.lstsq(A, Y, rcond=None)
     if not arrays.all_close(A @ coef, Y, 10 * tol):
         return ("not a linear map of x", f"Your result is not x @ M + c for any M and c: use the matrix "
@@ -223,7 +238,7 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
     if not close(M, w):
         if close(M, s * w):
             parts.append(f"the product is {s:.4g} * x @ {wname}")
-            labels.append(f"product scaled by {s:.3g}")
+            labels.append("product scaled by a constant")
         elif w.shape[0] == w.shape[1] and close(M, w.T):
             parts.append(f"the product uses {wname}.T")
             labels.append(f"{wname} used transposed")
@@ -238,7 +253,7 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
         elif close(c, 0 * b):
             parts.append(f"{bname} is not added")
             labels.append("the bias was left out")
-        elif close(c, b @ w):
+        elif w.shape[0] == w.shape[1] and close(c, b @ w):
             parts.append(f"{bname} is added before the product")
             labels.append("the bias added before the product")
         else:
@@ -248,8 +263,8 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
             labels.append("wrong bias")
     if not parts:
         return None
-    return " + ".join(labels), (f"Your result is a linear map of x, but {' and '.join(parts)}: compute "
-                                f"x @ {wname} + {bname}.")
+    want = f"x @ {wname}" + ("" if b is None else f" + {bname}")
+    return " + ".join(labels), f"Your result is a linear map of x, but {' and '.join(parts)}: compute {want}."
 
 
 def _check_linear(wname, bname, out_axes, switches):
@@ -409,8 +424,10 @@ def _check_per_head(case, result, call):
             fit = linear_fit(g, variants.merge(heads), w_o, b_o, tol, "w_o", "b_o")
             if fit:
                 label, text = fit
-                return label, text.replace("a linear map of x", "a linear map of the heads").replace(
-                    "x @ w_o + b_o", "the sum over heads of heads[:, i] @ w_o[i*d_v:(i+1)*d_v], plus b_o once")
+                head, _, _ = text.rpartition(": compute ")
+                return label, (head.replace("a linear map of x", "a linear map of the heads") + ": compute the sum "
+                               "over heads of heads[:, i] @ w_o[i*d_v:(i+1)*d_v]"
+                               + ("." if b_o is None else ", plus b_o once."))
         return None
     compare(call, got, want, "B, T, d_model", "the result", tol, explain, sizes)
 
@@ -515,10 +532,22 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
             return label, (f"The weights depart at the scale: your scores are divided by {said}, not by "
                            f"sqrt(d_k) = {math.sqrt(s['d_k']):.4g} (d_k = d_model / h = {s['d_k']}); divide "
                            "q @ k.transpose(-2, -1) by math.sqrt(d_k).")
+        per_head = attention.fit_scale_per_head(got_w, inp)
+        if per_head is not None:
+            said = ", ".join(f"{v:.3g}" for v in per_head)
+            return ("scores divided by a different factor in each head", "The weights depart at the scale: each "
+                    f"head's scores are divided by its own factor ({said}), not all by sqrt(d_k) = "
+                    f"{math.sqrt(s['d_k']):.4g}; divide every head's scores by math.sqrt(d_k).")
         for sw in attention.SWITCHES:
-            if attention.STAGE_OF[sw.key] <= 1 and attention.fit_scale(got_w, inp, frozenset({sw.key})):
-                    return named((sw,), "The weights depart before the softmax, at the projection or the "
-                                 "split, and the scale is off too. ")
+            if attention.STAGE_OF[sw.key] > 1:
+                continue
+            scale = attention.fit_scale(got_w, inp, frozenset({sw.key}))
+            if scale is None:
+                continue
+            off = "" if math.isclose(scale, math.sqrt(s["d_k"]), rel_tol=2e-3) else \
+                f" and the scores are divided by {scale:.4g}, not sqrt(d_k) = {math.sqrt(s['d_k']):.4g}"
+            label, text = named((sw,), f"The weights depart before the softmax, at the projection or the split{off}. ")
+            return label + (" + wrong scale" if off else ""), text
         return ("departs before the softmax", "The weights depart before the softmax: the scores Q K^T differ "
                 "from the reference; check the projections (rows 0:d and d:2d of mha.in_proj_weight, "
                 "x @ W.T + b) and the split into heads ((B, T, h, d_k), then swap axes 1 and 2).")
@@ -544,6 +573,10 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
             return (f"heads merged as {found.code('heads')}", "The weights are right; the output departs at the "
                     f"merge: your heads are merged as {found.code('heads')}, not heads.transpose(1, 2)"
                     ".reshape(B, T_q, d_model).")
+    k = float((got_out * want_out).sum() / max((want_out * want_out).sum(), 1e-300))
+    if arrays.all_close(got_out, k * want_out, 10 * tol):
+        return ("output scaled by a constant", f"The weights are right; the output is {k:.4g} times the right one: "
+                "remove the extra factor (out = F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)).")
     return ("departs after the softmax", "The weights are right; the output departs after the softmax, in "
             "weights @ V (the value projection: rows 2d:3d of mha.in_proj_weight and b_v), the merge "
             "((B, h, T_q, d_k) -> (B, T_q, h, d_k) -> (B, T_q, d_model)) or W^O.")
@@ -555,42 +588,51 @@ def dropout_story(p: float) -> tuple[str, str]:
             "training=False): attention here has no dropout, remove it.")
 
 
+WEIGHT_SWITCHES = [s for s in attention.SWITCHES if attention.STAGE_OF[s.key] in (4, 5)]
+
+
 def weight_properties(call, w, inp, tol):
-    """The weights are distributions over the keys and, if causal, give 0 to later keys."""
+    """The weights are distributions over the keys and, if causal, give 0 to later keys; a failure
+    is explained by the mask or softmax mistake (or pair) that gives exactly these weights."""
+    problem = _weight_problem(w, inp, tol)
+    if problem is None:
+        return
+    text, label, why = problem
+    combo = find_variant(w, tol, WEIGHT_SWITCHES, lambda m: attention.forward(inp, m)[1], ok=attention.compatible)
+    if combo:
+        label, why = named(combo)
+    raise Fail(f"{call}: {text} {why}", label)
+
+
+def _weight_problem(w, inp, tol):
+    """(what is wrong, label, why) or None."""
     if np.isnan(w).any():
-        raise Fail(f"{call}: the attention weights contain NaN: does your mask hide every key from some query "
-                   "(or subtract inf from inf)?", "NaN in the weights")
+        return ("the attention weights contain NaN.", "NaN in the weights",
+                "A softmax over a row whose scores are all -inf gives NaN: does your mask hide every key from "
+                "some query?")
     if (w < -tol).any():
-        raise Fail(f"{call}: some attention weights are negative; a softmax gives weights in [0, 1].",
-                   "negative weights")
+        return ("some attention weights are negative; a softmax gives weights in [0, 1].", "negative weights",
+                "Return torch.softmax(scores, dim=-1).")
     rows = w.sum(axis=-1)
     if not np.allclose(rows, 1.0, atol=100 * tol):
+        text = f"each query's weights over the keys should sum to 1; one row sums to " \
+               f"{rows.flat[np.argmax(np.abs(rows - 1.0))]:.4g}."
         axis = attention.softmax_axis_story(w, tol)
-        worst = rows.flat[np.argmax(np.abs(rows - 1.0))]
         p = attention.dropout_rate(w, attention.forward(inp)[1], tol)
         if p is not None:
-            label, why = dropout_story(p)
-            raise Fail(f"{call}: each query's weights over the keys should sum to 1; one row sums to {worst:.4g}. "
-                       + why, label)
+            return (text, *dropout_story(p))
         if axis:
-            why, label = (f"They sum to 1 over {axis} instead: the softmax must run over the keys, dim=-1.",
-                          f"softmax over the wrong axis ({axis})")
-        elif inp.causal and attention.mask_story(w, inp, tol) is None:
-            why, label = ("The future keys get weight 0 but the rows no longer sum to 1: mask the scores with "
-                          "-inf before the softmax, not the weights after it.", "mask applied after the softmax")
-        else:
-            why, label = "Take torch.softmax(scores, dim=-1).", "weights are not a softmax over the keys"
-        raise Fail(f"{call}: each query's weights over the keys should sum to 1; one row sums to {worst:.4g}. "
-                   + why, label)
-    if inp.causal:
-        future = ~np.tril(np.ones(w.shape[-2:], dtype=bool))
-        if np.abs(w[..., future]).max(initial=0.0) > tol:
-            story = attention.mask_story(w, inp, tol)
-            label = story[0] if story else "causal mask not applied"
-            raise Fail(f"{call}: with causal=True, query i must give weight 0 to keys after i (the upper "
-                       f"triangle), but some of those weights are not 0. "
-                       f"{story[2][0].upper() + story[2][1:] if story else 'Mask the scores before the softmax'}.",
-                       label)
+            return (text, f"softmax over the wrong axis ({axis})",
+                    f"They sum to 1 over {axis} instead: the softmax must run over the keys, dim=-1.")
+        if inp.causal and attention.mask_story(w, inp, tol) is None:
+            return (text, "mask applied after the softmax", "The future keys get weight 0 but the rows no longer "
+                    "sum to 1: mask the scores with -inf before the softmax, not the weights after it.")
+        return text, "weights are not a softmax over the keys", "Return torch.softmax(scores, dim=-1)."
+    story = attention.mask_story(w, inp, tol)
+    if story:
+        label, what, fix = story
+        return (f"with causal={inp.causal}, {what}.", label, fix[0].upper() + fix[1:] + ".")
+    return None
 
 
 def _per_head_sizes(case):
@@ -608,7 +650,8 @@ ERROR_VARIANTS = {"project": _linear_runner("w", "b"), "output_projection": _lin
 
 SPECS = {
     "project": Spec(_describe_linear("project", "w", "b", "d_in, d_out", "B, T, d_in"),
-                    _check_linear("w", "b", "B, T, d_out", variants.linear_switches("w", "b", "the product")),
+                    _check_linear("w", "b", "B, T, d_out", variants.linear_switches("w", "b", "the product",
+                                                                                   "(d_in, d_out)")),
                     _linear_sizes),
     "fuse_heads": Spec(_describe_fuse, _check_fuse, _fuse_sizes),
     "split_heads": Spec(lambda c: f"split_heads(x, num_heads={c.args[1]}) with x {dims('B, T, d', np.shape(c.args[0]))}",
@@ -616,7 +659,8 @@ SPECS = {
     "merge_heads": Spec(lambda c: f"merge_heads(x) with x {dims('B, h, T, d_v', np.shape(c.args[0]))}",
                         _check_merge, _merge_sizes),
     "output_projection": Spec(_describe_linear("output_projection", "w_o", "b_o", "h*d_v, d_model", "B, T, h*d_v"),
-                              _check_linear("w_o", "b_o", "B, T, d_model", variants.linear_switches("w_o", "b_o", "W^O")),
+                              _check_linear("w_o", "b_o", "B, T, d_model",
+                                            variants.linear_switches("w_o", "b_o", "W^O", "(h*d_v, d_model)")),
                               _linear_sizes),
     "output_projection_per_head": Spec(_describe_per_head, _check_per_head, _per_head_sizes),
     "multi_head_attention": Spec(_describe_mha, _check_mha, _mha_sizes),

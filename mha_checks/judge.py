@@ -12,11 +12,8 @@ values are graded), a list or a tuple where a pair is asked, views and non-conti
 """
 from dataclasses import dataclass
 
-import numpy as np
-
-from . import arrays, calling
-from .arrays import NotAnArray, dims
-from .cases import Case, MhaWeights
+from . import calling
+from .cases import Case
 
 
 @dataclass(frozen=True)
@@ -58,9 +55,10 @@ def _judge(case: Case, outcome) -> None:
     if not isinstance(outcome, dict):
         raise Fail(f"{call}: no answer came back.", "no answer")
     if outcome.get("ready_made"):
-        raise Fail(f"{call} calls the module mha itself ({outcome['ready_made']}): calling the module runs "
-                   "torch's own forward, a ready-made answer, and earns no credit. Compute the attention "
-                   "yourself from mha's weights (mha.in_proj_weight, mha.out_proj ...).", "ready-made answer")
+        raise Fail(f"{call} calls mha itself, torch.nn.MultiheadAttention's own forward: calling the module is a "
+                   "ready-made answer and earns no credit. Compute the attention yourself from mha's weights "
+                   "(mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias).",
+                   "ready-made answer")
     mutated = outcome.get("mutated") or []
     error = outcome.get("error")
     if error is not None:
@@ -91,4 +89,4 @@ def sizes_note(sizes: dict) -> str:
     return ""
 
 
-__all__ = ["Verdict", "judge", "Case", "MhaWeights", "dims", "NotAnArray", "arrays"]
+__all__ = ["Verdict", "judge", "Case"]

@@ -45,13 +45,14 @@ def violations(source: str, function: str | None = None) -> list[str]:
         return [f"Line {err.lineno}: the code does not compile ({err.msg}); fix the syntax first."]
     body = tree.body if function is None else [s for s in tree.body if not isinstance(s, ast.Expr)]
     bound = _bound_names(tree)
-    found: list[tuple[int, str]] = []
+    found: dict[int, str] = {}  # the first refusal of each line (ast.walk goes outside in)
     for statement in body:
         for node in ast.walk(statement):
             sentence = _judge_node(node, bound)
-            if sentence:
-                found.append((getattr(node, "lineno", 0), sentence))
-    return [f"Line {line}: {text}" for line, text in sorted(set(found))]
+            line = getattr(node, "lineno", 0)
+            if sentence and line not in found:
+                found[line] = sentence
+    return [f"Line {line}: {text}" for line, text in sorted(found.items())]
 
 
 def _bound_names(tree) -> set[str]:
@@ -102,8 +103,8 @@ def _judge_node(node, bound: set[str]) -> str | None:
 def _judge_module(module: str) -> str | None:
     root = module.split(".")[0]
     if root in COURSE_MODULES:
-        return (f"importing {module} is not allowed: the course's library holds {READY} (for graded "
-                f"functions, a ready-made answer); {YOURSELF}.")
+        return (f"importing {module} is not allowed: the course's own code holds the ready-made answers, and a "
+                f"graded function that uses one earns no credit; {YOURSELF}.")
     if module not in ALLOWED_MODULES:
         return (f"`import {module}` is not allowed; the exercises need only numpy, math, torch (torch.nn, "
                 "torch.nn.functional), typing, functools, itertools, collections and dataclasses.")

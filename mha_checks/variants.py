@@ -24,7 +24,7 @@ def _plus(y, b):
 
 # --- exercise 1 and 4: a linear map x @ w + b ------------------------------------------------
 
-def linear_switches(w: str, b: str, product: str) -> list[Switch]:
+def linear_switches(w: str, b: str, product: str, layout: str = "(d_in, d_out)") -> list[Switch]:
     """The mistakes of ``x @ w + b`` in the names of one exercise (w/b or w_o/b_o)."""
     bias_left_out = "the bias was left out" if b == "b" else f"the output bias {b} was left out"
     transposed = (f"{w} used transposed (torch.nn.Linear's (d_out, d_in) layout)" if w == "w"
@@ -32,7 +32,7 @@ def linear_switches(w: str, b: str, product: str) -> list[Switch]:
     return [
         Switch("no_bias", bias_left_out, f"add {b} after the product: x @ {w} + {b} ({b} is None only when "
                "no bias is given)"),
-        Switch("w_T", transposed, f"here {w} is (d_in, d_out) and acts on the right: x @ {w}, without .T"),
+        Switch("w_T", transposed, f"here {w} is {layout} and acts on the right: x @ {w}, without .T"),
         Switch("elementwise", "an element-wise product instead of a matrix product",
                f"x * {w} multiplies entry by entry; use the matrix product x @ {w}"),
         Switch("bias_first", f"the bias added before {product}",
@@ -124,6 +124,8 @@ MERGE_B_T = ("heads merged with B and T swapped",
              "keep the batch axis first: x.transpose(0, 2, 1, 3) gives (B, T, h, d_v)")
 
 MERGE_SWITCHES = [
+    Switch("reversed", "heads concatenated in reverse order",
+           "head 0 comes first: x.transpose(0, 2, 1, 3) keeps the heads in order"),
     Switch("mean", "heads averaged instead of concatenated",
            "Concat(head_1, ..., head_h) keeps every head: the result has h*d_v features, not d_v"),
     Switch("sum", "heads summed instead of concatenated",
@@ -132,6 +134,8 @@ MERGE_SWITCHES = [
 
 
 def merge(x, m=frozenset()):
+    if "reversed" in m:
+        x = x[..., ::-1, :, :]
     if "mean" in m:
         return x.mean(axis=-3)
     if "sum" in m:

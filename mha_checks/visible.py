@@ -35,12 +35,39 @@ class CheckFailed(AssertionError):
         return str(self).splitlines()
 
 
+OPERATORS = {"@", "+", "-", "*", "/", "=", "==", "!=", "->", "<=", ">="}
+
+
 def wrap(message: str, width: int = WIDTH) -> str:
-    """Every line of ``message`` at most ``width`` characters (long words are broken too)."""
+    """Every line of ``message`` at most ``width`` characters. A line never breaks inside a short
+    formula (``x @ w + b``) or a short parenthesis (``(B, T_q, d_model)``) when it can break before it."""
     lines = []
     for paragraph in str(message).splitlines() or [""]:
-        lines.extend(textwrap.wrap(paragraph, width, break_on_hyphens=False) or [""])
+        line = ""
+        for chunk in _chunks(paragraph.split()):
+            pieces = [chunk] if len(chunk) <= width else textwrap.wrap(chunk, width, break_on_hyphens=False)
+            for piece in pieces:
+                if line and len(line) + 1 + len(piece) > width:
+                    lines.append(line)
+                    line = piece
+                else:
+                    line = f"{line} {piece}" if line else piece
+        lines.append(line)
     return "\n".join(lines)
+
+
+def _chunks(words: list[str], longest: int = 40) -> list[str]:
+    """Words glued into the groups a line should not split: a formula, a parenthesis."""
+    out: list[str] = []
+    depth = 0
+    for word in words:
+        glue = out and (depth > 0 or word in OPERATORS or out[-1].split()[-1] in OPERATORS)
+        if glue and len(out[-1]) + 1 + len(word) <= longest:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+        depth = max(0, out[-1].count("(") - out[-1].count(")"))
+    return out
 
 
 def check(function: str, *args, expected=None, shape_only: bool = False, weights_only: bool = False) -> None:

@@ -54,6 +54,9 @@ def test_counts(graded):
     unnamed = sorted(set(m.student for m in MUTANTS) - {m.student for m in named})
     print("not named:", unnamed)
     assert len(caught) == len(MUTANTS)
+    crashed = [m.student for m in MUTANTS for r in (*graded[m.student][0].values(), *graded[m.student][1].values())
+               if "could not be checked" in r.message]
+    assert not crashed  # the judge itself never failed on an answer
     assert len(named) >= 0.9 * len(MUTANTS), unnamed
 
 
@@ -81,3 +84,18 @@ def test_the_reference_passes_on_other_seeds(seed):
     for notebook in judged.reference_answers.__globals__["SOLUTIONS"].glob("*.ipynb"):
         results = judged.hidden_results(notebook.stem, {}, seed=seed)
         assert all(r.passed for r in results.values()), {c: r.message for c, r in results.items() if not r.passed}
+
+
+@pytest.mark.parametrize("seed", [7, 31337])
+def test_lost_cells_and_names_hold_for_other_secrets(seed):
+    """The grader draws the hidden cases from the instructor's secret: any seed gives the same record."""
+    wrong = []
+    for m in MUTANTS:
+        results = judged.hidden_results(m.notebook, {m.cell: answer_of(m)}, seed=seed)
+        lost = {cell for cell, r in results.items() if not r.passed}
+        if lost != set(m.lost) or not any(m.says in r.message for r in results.values()):
+            wrong.append(m.student)
+    for c in CORRECT:
+        if not all(r.passed for r in judged.hidden_results(c.notebook, {c.cell: c.code}, seed=seed).values()):
+            wrong.append(c.name)
+    assert not wrong

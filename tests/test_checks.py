@@ -286,3 +286,48 @@ def test_the_visible_check_refuses_a_ready_made_answer_from_the_cell_source():
     ns: dict = {}
     exec(compile(code, "<cell x>", "exec"), ns)
     assert "Line 4" in visible.cell_source(ns["f"]) or "scaled_dot_product_attention" in visible.cell_source(ns["f"])
+
+
+def test_a_different_scale_in_each_head_is_fitted_head_by_head():
+    case = mha_case(cross=True, causal=False)
+    inp = attention_inputs(case)
+    d_k = inp.sizes["d_k"]
+
+    def per_head(q, k, v, mha, causal):
+        h, d = mha.num_heads, q.shape[-1]
+        w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+        b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
+        split = lambda x, w, b: torch.nn.functional.linear(x, w, b).unflatten(-1, (h, d // h)).transpose(1, 2)  # noqa
+        qq, kk, vv = split(q, w_q, b_q), split(k, w_k, b_k), split(v, w_v, b_v)
+        divisors = torch.arange(1.0, h + 1, dtype=q.dtype).view(1, h, 1, 1)
+        weights = (qq @ kk.transpose(-2, -1) / divisors).softmax(-1)
+        concat = (weights @ vv).transpose(1, 2).flatten(2)
+        return torch.nn.functional.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights
+    v = verdict(per_head, case)
+    assert v.mistake.endswith("scores divided by a different factor in each head") and "(1, 2" in v.message
+    assert d_k > 0
+
+
+def test_an_output_scaled_by_a_constant_is_measured():
+    v = verdict(lambda q, k, val, mha, causal: tuple(t * f for t, f in zip(reference_mha(q, k, val, mha, causal),
+                                                                           (0.5, 1.0))), mha_case())
+    assert "0.5 times the right one" in v.message
+
+
+def test_wrapping_keeps_every_word_and_formulas_whole():
+    rng = np.random.default_rng(3)
+    words = ["x", "@", "w", "+", "b", "(B, T_q, d_model)", "=", "(2, 5, 12)", "softmax(q", "k^T)", "a" * 90, "the"]
+    for _ in range(200):
+        text = " ".join(rng.choice(words, size=int(rng.integers(1, 60))))
+        wrapped = visible.wrap(text)
+        assert all(len(line) <= 78 for line in wrapped.splitlines())
+        assert wrapped.split() == text.split() or "a" * 90 in text
+    assert visible.wrap("word " * 14 + "x @ w + b").endswith("\nx @ w + b")
+
+
+def test_a_name_error_in_the_students_function_is_reported_with_its_line():
+    ns: dict = {}
+    exec(compile("def split_heads(x, num_heads):\n    d_k = x.shape[-1] // num_heads\n    return x.reshape(B, T, h, d_k)\n",
+                 "<cell split_heads>", "exec"), ns)
+    v = verdict(ns["split_heads"], split_case())
+    assert "raised NameError (line 3 of your cell): name 'B' is not defined" in v.message

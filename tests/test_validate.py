@@ -67,3 +67,21 @@ def test_a_syntax_error_is_reported_with_its_line(tmp_path):
               "    x = x.reshape(batch, t, num_heads, d // num_heads\n    return x.transpose(0, 2, 1, 3)\n")
     found = errors(validate(tmp_path, "02_split_heads", {"split_heads": broken}))
     assert found and all("SyntaxError on line 3" in e and "NameError" not in e for e in found), found
+
+
+def test_the_jupyterlab_validate_dialog_gets_the_wrapped_message(tmp_path):
+    """The Validate button's server handler returns ``Validator().validate(path)``: its error texts."""
+    from nbgrader.validator import Validator
+
+    mutant = next(m for m in MUTANTS if m.student == "m06_split_no_transpose")
+    answer = mutant.answer(judged.reference_answers(mutant.notebook)[mutant.cell])
+    validate(tmp_path, mutant.notebook, {mutant.cell: answer})  # writes the notebook
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{BIN}{os.pathsep}{old}"
+    try:
+        result = Validator().validate(str(tmp_path / f"{mutant.notebook}.ipynb"))
+    finally:
+        os.environ["PATH"] = old
+    texts = [cell["error"] for cell in result["failed"]]
+    assert texts and all(mutant.says in " ".join(t.split()) for t in texts), texts
+    assert all(len(line) <= 78 for t in texts for line in t.splitlines()), texts

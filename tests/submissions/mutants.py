@@ -325,4 +325,13 @@ MUTANTS = [
            edit=("return out, weights", "return weights, out")),
     Mutant("m83_mha_dropout", A, MHA, {"test_mha_weights": 1, **VALUES_MHA}, "dropout", False,
            edit=("weights = torch.softmax(scores, dim=-1)", "weights = F.dropout(torch.softmax(scores, dim=-1), p=0.1)")),
+    Mutant("m84_merge_heads_reversed", M, "merge_heads", {"test_merge_heads_values": 1},
+           "heads concatenated in reverse order", False,
+           edit=("x = x.transpose(0, 2, 1, 3)", "x = x[:, ::-1].transpose(0, 2, 1, 3)")),
+    Mutant("m85_mha_query_bias_left_out", A, MHA, VALUES_MHA, "the query bias b_q was left out", False,
+           edit=("q, k, v = split(query, w_q, b_q)", "q, k, v = split(query, w_q, None)")),
+    Mutant("m86_mha_w_v_not_transposed", A, MHA, VALUES_MHA, "W_v not transposed", False,
+           edit=("split(value, w_v, b_v)", "(value @ w_v + b_v).reshape(batch, -1, h, d_k).transpose(1, 2)")),
+    Mutant("m87_mha_keys_from_value", A, MHA, {"test_mha_cross": 1}, "keys computed from the value", False,
+           edit=("split(key, w_k, b_k)", "split(value, w_k, b_k)")),
 ]
