@@ -112,7 +112,8 @@ def main() -> None:
     job = JOB
     ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a test come back here to be reaped
     if job.get("torch"):
-        import torch  # noqa: F401 - imported once here, inherited by every forked test
+        import torch  # imported once here, inherited by every forked test
+        torch.set_num_threads(1)
     deadline = time.monotonic() + job["limits"]["notebook_s"]
     stuck = None  # the cells themselves never finished: every later test would hang the same way
     for test in job["tests"]:

@@ -12,6 +12,7 @@ from . import secret as course_secret
 from .gradebook import GradebookWriter
 
 RETRIES = 2
+MATHJAX = Path(__file__).resolve().parents[1] / ".cache" / "site-extra" / "mathjax"  # made by `make book`
 
 
 class InfraError(RuntimeError):
@@ -117,5 +118,5 @@ def _record(course, writer, job: dict, result: dict) -> None:
     writer.record(student, name, result["tests"])
     report.save(course, student, name, result)
     feedback.write(course.folder("feedback", student), course.folder("autograded", student),
-                   course.releases[name], job["nb"], result, student, course.root / ".cache" / "site-extra" / "mathjax")
+                   course.releases[name], job["nb"], result, student, MATHJAX)
     course.stamp(student, name, job["key"])
