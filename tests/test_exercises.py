@@ -156,10 +156,12 @@ def test_feedback_shows_no_test_code_and_reads_on_a_phone(graded):
 
 
 def test_feedback_math_is_typeset_by_a_local_mathjax(catalogue):
+    """With the site built (make book), the feedback loads MathJax from a copy beside it."""
     page = catalogue.course / "feedback" / "s_solution" / kit.ASSIGNMENT / "01_project.html"
-    src = re.search(r"<script defer src='([^']+)'", page.read_text()).group(1)
-    if (kit.REPO / ".cache" / "site-extra" / "mathjax").is_dir():
-        assert (page.parent / src).resolve().is_file(), src
+    script = re.search(r"<script defer src='([^']+)'", page.read_text())
+    if not (kit.REPO / ".cache" / "site-extra" / "mathjax").is_dir():
+        pytest.skip("the site is not built here (make book): no MathJax to copy")
+    assert script and (page.parent / script.group(1)).resolve().is_file()
 
 
 def test_grades_never_run_the_notebooks_test_cells(catalogue):
