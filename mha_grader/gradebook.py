@@ -1,5 +1,8 @@
 """Grades into nbgrader's own gradebook (formgrader and `nbgrader export` keep working)."""
+import warnings
+
 from nbgrader.api import Gradebook, MissingEntry
+from sqlalchemy.exc import SAWarning
 
 
 class GradebookWriter:
@@ -21,7 +24,9 @@ class GradebookWriter:
             self.gb.find_submission(self.assignment, student)
         except MissingEntry:
             self.gb.update_or_create_student(student)
-            self.gb.add_submission(self.assignment, student)
+            with warnings.catch_warnings():  # nbgrader 0.9.6 under SQLAlchemy 2.1: harmless autoflush notices
+                warnings.simplefilter("ignore", SAWarning)
+                self.gb.add_submission(self.assignment, student)
         for test in tests:
             grade = self.gb.find_grade(test["id"], notebook, self.assignment, student)
             grade.auto_score = test["score"]
