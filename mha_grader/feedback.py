@@ -24,6 +24,9 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f4f4f4;padding:.6rem
 .msg{white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0 0}
 .score{font-size:1.3rem;font-weight:600}.note{color:#555;font-style:italic}
 .answer{border:1px solid #bbb;border-radius:4px;padding:.2rem .6rem;margin:.6rem 0}
+table{display:block;overflow-x:auto;border-collapse:collapse}td,th{border:1px solid #999;padding:.2rem .4rem}
+mjx-container[display="true"]{display:block;overflow-x:auto;overflow-y:hidden;max-width:100%}
+code,h1,h2,h3{overflow-wrap:anywhere}
 @media (prefers-color-scheme: dark){body{background:#121212;color:#e6e6e6}pre{background:#1e1e1e}
 .test{background:#1a1a1a}.note{color:#aaa}}
 """
