@@ -7,6 +7,7 @@
   rewritten by :mod:`notebook_export` as a plain Jupyter notebook (values, outputs, closed
   answers). The student kit (:mod:`student_kit`) goes to ``downloads/mha-student-kit.zip``.
 * **Lighter pages.** :mod:`icons` replaces the theme's 1.5 MB icon bundle by the icons used.
+* **Search for notation.** :mod:`search_math`: ``W^O`` is one search word, snippets show no TeX.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from sphinx.util import docname_join
 
 import icons
 import notebook_export
+import search_math
 import student_kit
 
 LOG = logging.getLogger(__name__)
@@ -109,6 +111,7 @@ def finish(app, exception):
 
 
 def setup(app):
+    app.add_search_language(search_math.MathAwareEnglish)
     app.connect("config-inited", hide_unset_buttons, priority=900)
     app.connect("html-page-context", offer_ipynb, priority=500)
     app.connect("build-finished", finish)
