@@ -457,6 +457,27 @@ def test_every_page_loads_cleanly_on_a_dark_phone(phone):
 
 
 @needs_site
+def test_raw_tex_stays_hidden_until_mathjax_has_typeset_it(browser, server):
+    """While MathJax is on its way the TeX is invisible; if MathJax never comes, the TeX shows."""
+    context = browser.new_context()
+    held = []
+    context.route("**/mathjax/**", lambda route: held.append(route))   # MathJax's requests wait...
+    try:
+        page = context.new_page()
+        page.goto(server + "chapters/intro.html", wait_until="commit")
+        math = page.locator("span.math").first
+        math.wait_for(state="attached")
+        assert "\\(" in math.text_content()                                 # the raw TeX is there,
+        assert math.evaluate("e => getComputedStyle(e).visibility") == "hidden"  # but not shown
+        for route in held:                                # ...then fail: the page must show the TeX
+            route.abort()
+        page.wait_for_function("!document.documentElement.classList.contains('mathjax-pending')")
+        assert math.evaluate("e => getComputedStyle(e).visibility") == "visible"
+    finally:
+        context.close()
+
+
+@needs_site
 def test_first_visit_weight_of_the_intro_page(browser, server):
     """Cold cache: every byte the intro page transfers until MathJax and the network are idle."""
     watch = _Watch(browser, server, **PHONE)
