@@ -66,6 +66,7 @@ class MarkdownExporter:
 
         self.glue, self.resolve_ref, self.resolve_doc, self.base = glue, resolve_ref, resolve_doc, base
         self._format = format_plain_text
+        self.anchors: set[str] = set()   # targets met so far (export_notebook makes two passes)
 
     # -- roles --------------------------------------------------------------------------------
     def _glue_text(self, body: str) -> str:
@@ -83,6 +84,7 @@ class MarkdownExporter:
             return self._glue_text(body)
         if name in ("ref", "numref"):
             label_text, href = self.resolve_ref(target.strip())
+            href = f"#{target.strip()}" if target.strip() in self.anchors else href
             text = text or label_text
             return f"[{text}]({href})" if href else f"*{text}*"
         if name == "doc":
@@ -123,6 +125,7 @@ class MarkdownExporter:
                 in_code = plain_fence[1]
                 out.append(line)
             elif _TARGET.match(line):
+                self.anchors.add(_TARGET.match(line)["label"])
                 out.append(f'<a id="{_TARGET.match(line)["label"]}"></a>')
             elif line.startswith("%"):  # a MyST comment
                 pass
@@ -175,6 +178,9 @@ class MarkdownExporter:
 def export_notebook(nb: dict, markdown: MarkdownExporter) -> dict:
     """A copy of the executed notebook ``nb`` that Jupyter shows as the site does."""
     nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:       # first pass: learn every anchor, so that references can jump
+        if cell["cell_type"] == "markdown":
+            markdown.convert(_plain(cell.get("source", "")))
     for cell in nb["cells"]:
         source = _plain(cell.get("source", ""))
         if cell["cell_type"] == "markdown":
