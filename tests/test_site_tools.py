@@ -32,7 +32,7 @@ def _exporter(tmp_path, glue=None):
     labels = {"sec-a": ("here", "Section A"), "sec-b": ("elsewhere", "Section B")}
 
     def resolve_ref(label):
-        doc, title = labels[label]
+        doc, title = labels.get(label, ("elsewhere", label))
         return title, (f"#{label}" if doc == "here" else None)
 
     return notebook_export.MarkdownExporter(
@@ -90,3 +90,15 @@ def test_export_keeps_outputs_drops_glue_records_and_makes_glue_optional(tmp_pat
     assert nb["cells"][1]["source"] == "n is {glue:text}`n`"     # the input is not modified
     with pytest.raises(KeyError, match="missing"):
         _exporter(tmp_path, glue).convert("{glue:text}`missing`")
+
+
+def test_glued_figures_and_image_files_become_attachments(tmp_path):
+    (tmp_path / "pic.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
+    exporter = _exporter(tmp_path, {"fig": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}})
+    md = exporter.convert("\n".join([
+        "See {numref}`fig-a`.", "```{glue:figure} fig", ":name: fig-a", "", "The caption.", "```",
+        "```{figure} pic.svg", ":name: fig-b", "", "A file.", "```"]))
+    assert "![The caption.](attachment:fig.png)" in md and '<a id="fig-a"></a>' in md
+    assert "![A file.](attachment:pic.svg)" in md
+    assert exporter.attachments == {"fig.png": {"image/png": "iVBORw0KGgo="},
+                                    "pic.svg": {"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>"}}
