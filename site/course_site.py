@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from sphinx.util import logging
@@ -100,9 +101,27 @@ def export_notebooks(app) -> int:
     return count
 
 
+def _sync(src_dir: Path, dest_dir: Path) -> None:
+    for src in (p for p in src_dir.rglob("*") if p.is_file()):
+        dest = dest_dir / src.relative_to(src_dir)
+        if not dest.is_file() or dest.read_bytes() != src.read_bytes():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest)
+
+
+def sync_assets(app) -> None:
+    """When no page is out of date, Sphinx stops before copying static and extra files: an edit
+    to site/static/*.js or a new MathJax file would not reach the site. Copy what changed."""
+    for entry in app.config.html_static_path:
+        _sync(Path(app.confdir) / entry, Path(app.outdir) / "_static")
+    for entry in app.config.html_extra_path:
+        _sync(Path(app.confdir) / entry, Path(app.outdir))
+
+
 def finish(app, exception):
     if exception is not None or app.builder.format != "html":
         return
+    sync_assets(app)
     LOG.info("course_site: %d notebooks exported for download", export_notebooks(app))
     root = Path(app.srcdir)
     kit = student_kit.build_kit(root, Path(app.outdir) / KIT_PATH)

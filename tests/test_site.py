@@ -287,6 +287,17 @@ def test_math_menu_loads_when_a_reader_asks_for_it(watch):
 
 
 @needs_site
+def test_math_menu_opens_from_the_keyboard(watch):
+    page = watch.open("chapters/intro.html")
+    first = page.locator("mjx-container").first
+    assert first.get_attribute("tabindex") == "0", "formulas cannot be reached with Tab"
+    first.focus()
+    page.keyboard.press("Enter")
+    page.locator(".CtxtMenu_Menu").first.wait_for(state="visible")
+    assert not watch.problems, "\n".join(watch.problems)
+
+
+@needs_site
 def test_head_selector_redraws_when_another_head_is_chosen(watch):
     pages = [p for p in _pages() if 'class="head-selector"' in p.read_text(encoding="utf-8")]
     assert SITE / "chapters" / "intro.html" in pages

@@ -6,8 +6,9 @@
  *    MathJax itself (startup.js) loads only what the pages need: TeX input, CHTML output and
  *    the hidden MathML copy that screen readers read. Its context menu (zoom, "show math as",
  *    the accessibility explorer; 430 kB, a third of MathJax) is loaded the first time a reader
- *    right-clicks or long-presses a formula, which then opens it; a reader who has saved menu
- *    settings gets it on every page load.
+ *    right-clicks or long-presses a formula, or presses Enter, Space, the menu key or Shift+F10
+ *    on a focused one, and then opens; a reader who has saved menu settings gets it on every
+ *    page load.
  * 2. Wide boxes (tables, display equations, code, head selectors) scroll sideways inside their
  *    own box on a phone; this marks the side(s) with more content (scroll-cue-left/-right),
  *    and course.css fades that edge so the reader sees there is more.
@@ -44,21 +45,51 @@
     }
     return menuLoading;
   }
-  document.addEventListener("contextmenu", function (event) {
-    var math = event.target.closest && event.target.closest("mjx-container");
-    var MJ = window.MathJax;
-    if (!math || !MJ || !MJ.startup || !MJ.startup.promise || (MJ._.ui && MJ._.ui.menu)) { return; }
-    event.preventDefault();
-    var all = Array.prototype.slice.call(document.querySelectorAll("mjx-container"));
-    var index = all.indexOf(math), x = event.clientX, y = event.clientY;
+  function menuIsLoaded() { var MJ = window.MathJax; return !!(MJ && MJ._ && MJ._.ui && MJ._.ui.menu); }
+
+  // Load the menu for this formula, then open it on the same formula (re-typeset by then).
+  function openMenuFor(math, x, y) {
+    var index = Array.prototype.indexOf.call(document.querySelectorAll("mjx-container"), math);
     loadMenu().then(function () {
       var again = document.querySelectorAll("mjx-container")[index];
-      if (again) {
-        again.dispatchEvent(new MouseEvent("contextmenu", { bubbles: true, cancelable: true,
-                                                            clientX: x, clientY: y }));
+      if (!again) { return; }
+      if (x === undefined) {
+        var box = again.getBoundingClientRect();
+        x = box.left + box.width / 2; y = box.top + box.height / 2;
+        again.focus();
       }
+      again.dispatchEvent(new MouseEvent("contextmenu", { bubbles: true, cancelable: true,
+                                                          clientX: x, clientY: y }));
     });
+  }
+
+  function startedMathJax() {
+    var MJ = window.MathJax;
+    return MJ && MJ.startup && MJ.startup.promise && !menuIsLoaded();
+  }
+
+  // Right-click or long press on a formula.
+  document.addEventListener("contextmenu", function (event) {
+    var math = event.target.closest && event.target.closest("mjx-container");
+    if (!math || !startedMathJax()) { return; }
+    event.preventDefault();
+    openMenuFor(math, event.clientX, event.clientY);
   });
+  // Keyboard: formulas are focusable (as with MathJax's own menu); the menu key, Shift+F10,
+  // Enter or Space on one opens its menu.
+  document.addEventListener("keydown", function (event) {
+    var math = event.target.closest && event.target.closest("mjx-container");
+    var keys = event.key === "ContextMenu" || event.key === "Enter" || event.key === " " ||
+               (event.shiftKey && event.key === "F10");
+    if (!math || !keys || !startedMathJax()) { return; }
+    event.preventDefault();
+    openMenuFor(math);
+  });
+  function focusableMath() {
+    if (menuIsLoaded()) { return; }
+    Array.prototype.forEach.call(document.querySelectorAll("mjx-container:not([tabindex])"),
+      function (m) { m.setAttribute("tabindex", "0"); });
+  }
 
   var WIDE = ".pst-scrollable-table-container, .bd-article pre, .bd-article div.math, " +
              ".bd-article mjx-container[display='true'], .head-selector";
@@ -90,6 +121,6 @@
     watchAll();
     var M = window.MathJax;
     var done = M && M.startup && M.startup.promise ? M.startup.promise : Promise.resolve();
-    done.then(function () { reveal(); watchAll(); }, reveal);
+    done.then(function () { reveal(); watchAll(); focusableMath(); }, reveal);
   });
 })();
