@@ -47,11 +47,12 @@ lock:
 clean:
 	rm -rf _build
 
-## mathjax: MathJax 3 from the npm registry (pinned), trimmed and served by the site itself (no CDN)
+## mathjax: MathJax 3 from the npm registry (pinned), trimmed and served by the site itself (no CDN);
+## its components are loaded one by one (site/static/course.js), the 430 kB menu only when asked for
 MATHJAX_VERSION := 3.2.2
 MATHJAX_NPM := .cache/mathjax
 MATHJAX_SITE := .cache/site-extra/mathjax
-MATHJAX_STAMP := $(MATHJAX_NPM)/.site-copy-$(MATHJAX_VERSION)
+MATHJAX_STAMP := $(MATHJAX_NPM)/.site-copy-$(MATHJAX_VERSION)-components-2
 .PHONY: mathjax bench-build
 book: $(MATHJAX_STAMP)
 mathjax: $(MATHJAX_STAMP)
@@ -59,9 +60,12 @@ $(MATHJAX_STAMP):
 	rm -rf $(MATHJAX_NPM) $(MATHJAX_SITE)
 	npm install --prefix $(MATHJAX_NPM) --no-audit --no-fund --loglevel=error mathjax@$(MATHJAX_VERSION)
 	mkdir -p $(MATHJAX_SITE)/output/chtml/fonts $(MATHJAX_SITE)/input/tex $(MATHJAX_SITE)/sre/mathmaps
-	cd $(MATHJAX_NPM)/node_modules/mathjax && cp LICENSE es5/tex-mml-chtml.js $(CURDIR)/$(MATHJAX_SITE)/ \
+	cd $(MATHJAX_NPM)/node_modules/mathjax && cp LICENSE es5/startup.js es5/core.js $(CURDIR)/$(MATHJAX_SITE)/ \
 	  && cp -r es5/ui es5/a11y $(CURDIR)/$(MATHJAX_SITE)/ \
+	  && cp es5/input/tex.js es5/input/mml.js $(CURDIR)/$(MATHJAX_SITE)/input/ \
 	  && cp -r es5/input/tex/extensions $(CURDIR)/$(MATHJAX_SITE)/input/tex/ \
+	  && cp es5/output/chtml.js $(CURDIR)/$(MATHJAX_SITE)/output/ \
+	  && cp es5/output/chtml/fonts/tex.js $(CURDIR)/$(MATHJAX_SITE)/output/chtml/fonts/ \
 	  && cp -r es5/output/chtml/fonts/woff-v2 $(CURDIR)/$(MATHJAX_SITE)/output/chtml/fonts/ \
 	  && cp es5/sre/mathmaps/base.json es5/sre/mathmaps/en.json $(CURDIR)/$(MATHJAX_SITE)/sre/mathmaps/
 	touch $@

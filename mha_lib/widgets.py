@@ -52,6 +52,22 @@ def _labels(tokens, n, what):
     return tokens
 
 
+def _axis_labels(tokens, n, n_groups, what):
+    """One list of ``n`` labels, or one list per group when the labels differ between groups
+    (e.g. the letters of each example)."""
+    tokens = list(tokens)
+    if tokens and isinstance(tokens[0], (list, tuple)):
+        if len(tokens) != n_groups:
+            raise ValueError(f"{what}: {len(tokens)} label lists for {n_groups} groups.")
+        return [_labels(t, n, f"{what}[{g}]") for g, t in enumerate(tokens)]
+    return _labels(tokens, n, what)
+
+
+def _first(labels):
+    """The labels of the first group (or the shared labels)."""
+    return labels[0] if labels and isinstance(labels[0], list) else labels
+
+
 def _colour(value, vmin, vmax):
     """The viridis colour of ``value`` on the scale [vmin, vmax], as ``#rrggbb``."""
     t = 0.0 if vmax <= vmin else min(1.0, max(0.0, (value - vmin) / (vmax - vmin)))
@@ -67,8 +83,8 @@ def _geometry(query, key):
     """Cell size and margins; head-selector.js computes the same numbers."""
     n = max(len(query), len(key))
     cell = max(12, min(32, math.floor(420 / n)))
-    left = math.ceil(max(len(t) for t in query) * _CHAR_PX) + 10
-    top = math.ceil(max(len(t) for t in key) * _CHAR_PX * 0.71) + 14
+    left = math.ceil(max(map(len, query)) * _CHAR_PX) + 10
+    top = math.ceil(max(map(len, key)) * _CHAR_PX * 0.71) + 14
     right = max(4, top - 14 - cell // 2)  # the last column label leans out to the right
     return cell, left, top, right
 
@@ -124,9 +140,9 @@ def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None
         raise ValueError(f"weights: {w.size} values is too many for one page (limit {MAX_VALUES}); "
                          "slice out fewer heads, examples or tokens.")
     n_groups, n_heads, t_q, t_k = w.shape
-    query = _labels(query_tokens, t_q, "query_tokens")
-    key = _labels(query_tokens if key_tokens is None else key_tokens, t_k,
-                  "key_tokens" if key_tokens is not None else "query_tokens (used as keys)")
+    query = _axis_labels(query_tokens, t_q, n_groups, "query_tokens")
+    key = _axis_labels(query_tokens if key_tokens is None else key_tokens, t_k, n_groups,
+                       "key_tokens" if key_tokens is not None else "query_tokens (used as keys)")
     heads = _labels([f"head {h + 1}" for h in range(n_heads)] if head_names is None else head_names,
                     n_heads, "head_names")
     groups = _labels([f"{group_label} {g + 1}" for g in range(n_groups)] if group_names is None
@@ -155,7 +171,7 @@ def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None
                .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     first = f"{heads[0]}" + (f", {groups[0]}" if n_groups > 1 else "")
     caption = (f"{html.escape(title)} &#8212; " if title else "") + html.escape(first)
-    static = _svg(w[0, 0], query, key, vmin, vmax, int(digits),
+    static = _svg(w[0, 0], _first(query), _first(key), vmin, vmax, int(digits),
                   f"Attention weights, {first}; rows are queries, columns are keys")
     return (
         '<div class="head-selector" data-head-selector-version="1">'
@@ -176,9 +192,10 @@ def head_selector_html(weights, query_tokens, key_tokens=None, head_names=None, 
     weights : array-like or torch.Tensor
         ``(heads, T_q, T_k)``, or ``(groups, heads, T_q, T_k)`` where the first axis (layers,
         examples, ...) gets a second selector.
-    query_tokens : sequence of str
-        Row labels, ``T_q`` of them.
-    key_tokens : sequence of str, optional
+    query_tokens : sequence of str, or one such sequence per group
+        Row labels, ``T_q`` of them (a list of lists when each group, e.g. each example, has
+        its own tokens).
+    key_tokens : sequence of str (or one per group), optional
         Column labels, ``T_k`` of them; defaults to ``query_tokens`` (self-attention).
     head_names : sequence of str, optional
         Defaults to ``head 1`` ... ``head h`` (as in :func:`mha_lib.plotting.plot_heads`).

@@ -7,10 +7,12 @@
   rewritten by :mod:`notebook_export` as a plain Jupyter notebook (values, outputs, closed
   answers). The student kit (:mod:`student_kit`) goes to ``downloads/mha-student-kit.zip``.
 * **Lighter pages.** :mod:`icons` replaces the theme's 1.5 MB icon bundle by the icons used.
+* **Search for notation.** :mod:`search_math`: ``W^O`` is one search word, snippets show no TeX.
 """
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from sphinx.util import logging
@@ -18,6 +20,7 @@ from sphinx.util import docname_join
 
 import icons
 import notebook_export
+import search_math
 import student_kit
 
 LOG = logging.getLogger(__name__)
@@ -98,9 +101,27 @@ def export_notebooks(app) -> int:
     return count
 
 
+def _sync(src_dir: Path, dest_dir: Path) -> None:
+    for src in (p for p in src_dir.rglob("*") if p.is_file()):
+        dest = dest_dir / src.relative_to(src_dir)
+        if not dest.is_file() or dest.read_bytes() != src.read_bytes():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest)
+
+
+def sync_assets(app) -> None:
+    """When no page is out of date, Sphinx stops before copying static and extra files: an edit
+    to site/static/*.js or a new MathJax file would not reach the site. Copy what changed."""
+    for entry in app.config.html_static_path:
+        _sync(Path(app.confdir) / entry, Path(app.outdir) / "_static")
+    for entry in app.config.html_extra_path:
+        _sync(Path(app.confdir) / entry, Path(app.outdir))
+
+
 def finish(app, exception):
     if exception is not None or app.builder.format != "html":
         return
+    sync_assets(app)
     LOG.info("course_site: %d notebooks exported for download", export_notebooks(app))
     root = Path(app.srcdir)
     kit = student_kit.build_kit(root, Path(app.outdir) / KIT_PATH)
@@ -109,6 +130,7 @@ def finish(app, exception):
 
 
 def setup(app):
+    app.add_search_language(search_math.MathAwareEnglish)
     app.connect("config-inited", hide_unset_buttons, priority=900)
     app.connect("html-page-context", offer_ipynb, priority=500)
     app.connect("build-finished", finish)

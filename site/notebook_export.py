@@ -5,6 +5,7 @@ Markdown cells are still MyST (``{glue:text}`` roles, ``:::{admonition}`` fences
 the open). :func:`export_notebook` rewrites them as Markdown that Jupyter renders:
 
 * glue roles become the glued values (formatted as on the site), cross-reference roles their text;
+  glued figures and ``{figure}`` images become cell attachments;
 * admonitions become block quotes headed by their title; dropdowns (quiz answers) become
   ``<details>`` that stay closed until clicked; ``{include}`` pulls the included file in;
 * ``(label)=`` targets become HTML anchors, so same-page references still jump;
@@ -15,12 +16,14 @@ Pure functions on dicts (nbformat's JSON), no Sphinx: the site test imports this
 """
 from __future__ import annotations
 
+import base64
 import copy
 import re
 from pathlib import Path
 from typing import Callable
 
 GLUE_PREFIX = "application/papermill.record/"
+IMAGE_TYPES = {"image/png": ".png", "image/jpeg": ".jpg", "image/svg+xml": ".svg"}
 GLUE_IMPORT = "from myst_nb import glue"
 GLUE_FALLBACK = """\
 try:
@@ -66,6 +69,8 @@ class MarkdownExporter:
 
         self.glue, self.resolve_ref, self.resolve_doc, self.base = glue, resolve_ref, resolve_doc, base
         self._format = format_plain_text
+        self.anchors: set[str] = set()   # targets met so far (export_notebook makes two passes)
+        self.attachments: dict[str, dict] = {}   # images of the cell being converted
 
     # -- roles --------------------------------------------------------------------------------
     def _glue_text(self, body: str) -> str:
@@ -83,7 +88,8 @@ class MarkdownExporter:
             return self._glue_text(body)
         if name in ("ref", "numref"):
             label_text, href = self.resolve_ref(target.strip())
-            text = text or label_text
+            href = f"#{target.strip()}" if target.strip() in self.anchors else href
+            text = (text or label_text).replace("%s", "").replace("{number}", "").strip()
             return f"[{text}]({href})" if href else f"*{text}*"
         if name == "doc":
             return f"*{text or self.resolve_doc(target.strip())}*"
@@ -98,7 +104,28 @@ class MarkdownExporter:
 
     # -- block structure ----------------------------------------------------------------------
     def convert(self, source: str) -> str:
+        """Markdown for one cell; its images are then in ``self.attachments``."""
+        self.attachments = {}
         return "\n".join(self._blocks(source.split("\n"))).strip("\n")
+
+    def _image(self, key: str, bundle: dict, caption: str, label: str | None) -> list[str]:
+        """An image as a cell attachment (the notebook stays one self-contained file)."""
+        out = [f'<a id="{label}"></a>', ""] if label else []
+        mime = next((m for m in IMAGE_TYPES if m in bundle), None)
+        if mime is None:                      # not an image: show its HTML or its text
+            body = bundle.get("text/html") or bundle.get("text/plain") or ""
+            return out + _plain(body).split("\n") + ([f"*{caption}*"] if caption else [])
+        name = f"{key}{IMAGE_TYPES[mime]}"
+        self.attachments[name] = {mime: bundle[mime]}
+        return out + [f"![{caption or key}](attachment:{name})", ""] + ([f"*{caption}*"] if caption else [])
+
+    def _file_image(self, path: Path) -> dict:
+        mime = {v: k for k, v in IMAGE_TYPES.items()}.get(path.suffix.lower())
+        if mime is None or not path.is_file():
+            return {}
+        data = path.read_text(encoding="utf-8") if mime == "image/svg+xml" else \
+            base64.b64encode(path.read_bytes()).decode("ascii")
+        return {mime: data}
 
     def _blocks(self, lines: list[str]) -> list[str]:
         out, i, in_code = [], 0, None
@@ -123,6 +150,7 @@ class MarkdownExporter:
                 in_code = plain_fence[1]
                 out.append(line)
             elif _TARGET.match(line):
+                self.anchors.add(_TARGET.match(line)["label"])
                 out.append(f'<a id="{_TARGET.match(line)["label"]}"></a>')
             elif line.startswith("%"):  # a MyST comment
                 pass
@@ -162,6 +190,19 @@ class MarkdownExporter:
             return ["$$", *body, "$$"] if name == "math" else ["```python", *body, "```"]
         if name in ("code-block", "code"):
             return [f"```{arg}", *body, "```"]
+        if name in ("glue", "glue:any", "glue:figure", "glue:math"):
+            key = arg.strip()
+            if key not in self.glue:
+                raise KeyError(f"glue key {key!r} not found in the executed notebook")
+            if options.get("name"):
+                self.anchors.add(options["name"])
+            return self._image(key, self.glue[key], self.roles(" ".join(body).strip()), options.get("name"))
+        if name in ("figure", "image"):
+            path = self.base / arg.strip()
+            label = options.get("name")
+            if label:
+                self.anchors.add(label)
+            return self._image(path.stem, self._file_image(path), self.roles(" ".join(body).strip()), label)
         inner = self._blocks(body)
         title = self.roles(arg) or name.capitalize()
         if name == "dropdown":
@@ -175,10 +216,15 @@ class MarkdownExporter:
 def export_notebook(nb: dict, markdown: MarkdownExporter) -> dict:
     """A copy of the executed notebook ``nb`` that Jupyter shows as the site does."""
     nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:       # first pass: learn every anchor, so that references can jump
+        if cell["cell_type"] == "markdown":
+            markdown.convert(_plain(cell.get("source", "")))
     for cell in nb["cells"]:
         source = _plain(cell.get("source", ""))
         if cell["cell_type"] == "markdown":
             cell["source"] = markdown.convert(source)
+            if markdown.attachments:
+                cell["attachments"] = markdown.attachments
             continue
         if cell["cell_type"] != "code":
             continue

@@ -42,8 +42,14 @@
     return el;
   }
 
+  // Labels are one list, or one list per group (e.g. the tokens of each example).
+  function labelsOf(labels, g) { return Array.isArray(labels[0]) ? labels[g] : labels; }
+
+  // A colour-bar end: at most 3 significant digits (0.21901321411132812 -> 0.219).
+  function tick(v) { return String(Number(Number(v).toPrecision(3))); }
+
   function heatmap(spec, g, h) {
-    var m = spec.weights[g][h], q = spec.query, k = spec.key;
+    var m = spec.weights[g][h], q = labelsOf(spec.query, g), k = labelsOf(spec.key, g);
     var n = Math.max(q.length, k.length);
     var cell = Math.max(12, Math.min(32, Math.floor(420 / n)));
     var left = Math.ceil(longest(q) * CHAR_PX) + 10;
@@ -91,12 +97,12 @@
     var box = document.createElement("div");
     box.className = "head-selector-legend";
     var lo = document.createElement("span");
-    lo.textContent = String(spec.vmin);
+    lo.textContent = tick(spec.vmin);
     var bar = document.createElement("span");
     bar.className = "head-selector-colorbar";
     bar.style.background = "linear-gradient(to right, " + VIRIDIS.join(", ") + ")";
     var hi = document.createElement("span");
-    hi.textContent = String(spec.vmax);
+    hi.textContent = tick(spec.vmax);
     box.append(lo, bar, hi);
     return box;
   }

@@ -1,0 +1,104 @@
+"""The site's build helpers in site/ (no build needed): notebook export and search words."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
+
+import notebook_export  # noqa: E402
+import search_math  # noqa: E402
+
+
+@pytest.mark.parametrize("tex, words", [
+    (r"W^O", ["w_o"]), (r"W^{O}", ["w_o"]), (r"W_o", ["w_o"]),
+    (r"W_i^Q", ["w_i_q"]), (r"W^Q_i", ["w_i_q"]),
+    (r"d_{\text{model}}", ["d_model"]), (r"QK^\top/\sqrt{d_k}", ["k_top", "d_k"]),
+    (r"\alpha_i + x", []), ("plain words", []),
+])
+def test_math_notation_becomes_one_search_word(tex, words):
+    assert search_math.math_words(tex) == words
+
+
+def test_search_language_indexes_the_notation_and_the_words():
+    lang = search_math.MathAwareEnglish({})
+    assert {"the", "matrix", "w_o"} <= set(w.lower() for w in lang.split(r"the matrix \(W^O\)"))
+    assert "splitQuery" in lang.js_splitter_code and "mathWords" in lang.js_splitter_code
+
+
+def _exporter(tmp_path, glue=None):
+    labels = {"sec-a": ("here", "Section A"), "sec-b": ("elsewhere", "Section B")}
+
+    def resolve_ref(label):
+        doc, title = labels.get(label, ("elsewhere", label))
+        return title, (f"#{label}" if doc == "here" else None)
+
+    return notebook_export.MarkdownExporter(
+        glue or {"n": {"text/plain": "1234"}, "x": {"text/plain": "0.78234"}, "s": {"text/plain": "'abc'"}},
+        resolve_ref, lambda target: f"Title of {target}", tmp_path)
+
+
+def test_markdown_export_turns_myst_into_plain_markdown(tmp_path):
+    (tmp_path / "frag.md").write_text("Included {glue:text}`n:,` words.\n")
+    source = "\n".join([
+        "(sec-a)=",
+        "## A",
+        "% a comment",
+        "n = {glue:text}`n:,`, x = {glue:text}`x:.3f`, s = {glue:text}`s`; see {ref}`sec-b`,",
+        "{ref}`back <sec-a>`, {doc}`02_committee` and {download}`the file <x.ipynb>`.",
+        ":::{admonition} Erratum — a title",
+        ":class: warning",
+        "Body with $W^O$.",
+        "::::{dropdown} Answer",
+        "Hidden answer.",
+        "::::",
+        ":::",
+        "```{include} frag.md",
+        "```",
+        "```python",
+        "{glue:text}`kept` inside code",
+        "```",
+    ])
+    md = _exporter(tmp_path).convert(source)
+    assert '<a id="sec-a"></a>' in md and "a comment" not in md
+    assert "n = 1,234, x = 0.782, s = abc; see *Section B*," in md
+    assert "[back](#sec-a), *Title of 02_committee* and the file." in md
+    assert "> **⚠ Erratum — a title**" in md and "> Body with $W^O$." in md
+    assert "<details><summary><b>Answer</b></summary>" in md and "> Hidden answer." in md
+    assert "Included 1,234 words." in md
+    assert "{glue:text}`kept` inside code" in md        # code blocks are copied verbatim
+    nb = {"cells": [{"cell_type": "markdown", "source": md}]}
+    assert notebook_export.leftover_myst(nb) == ["{glue:text}`kept`"]
+
+
+def test_export_keeps_outputs_drops_glue_records_and_makes_glue_optional(tmp_path):
+    glue_out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "n", "mime_prefix": "x"}},
+                "data": {notebook_export.GLUE_PREFIX + "text/plain": "7"}}
+    shown = {"output_type": "stream", "name": "stdout", "text": "hello\n"}
+    nb = {"metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {"tags": ["remove-cell"]}, "source": "from myst_nb import glue\nglue('n', 7)",
+         "outputs": [glue_out, shown], "execution_count": 1},
+        {"cell_type": "markdown", "metadata": {}, "source": "n is {glue:text}`n`"},
+    ]}
+    glue = notebook_export.glue_values(nb)
+    out = notebook_export.export_notebook(nb, _exporter(tmp_path, glue))
+    code, text = out["cells"]
+    assert code["outputs"] == [shown] and code["metadata"]["jupyter"]["source_hidden"] is True
+    assert "except ImportError" in code["source"] and text["source"] == "n is 7"
+    assert nb["cells"][1]["source"] == "n is {glue:text}`n`"     # the input is not modified
+    with pytest.raises(KeyError, match="missing"):
+        _exporter(tmp_path, glue).convert("{glue:text}`missing`")
+
+
+def test_glued_figures_and_image_files_become_attachments(tmp_path):
+    (tmp_path / "pic.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
+    exporter = _exporter(tmp_path, {"fig": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}})
+    md = exporter.convert("\n".join([
+        "See {numref}`fig-a`.", "```{glue:figure} fig", ":name: fig-a", "", "The caption.", "```",
+        "```{figure} pic.svg", ":name: fig-b", "", "A file.", "```"]))
+    assert "![The caption.](attachment:fig.png)" in md and '<a id="fig-a"></a>' in md
+    assert "![A file.](attachment:pic.svg)" in md
+    assert exporter.attachments == {"fig.png": {"image/png": "iVBORw0KGgo="},
+                                    "pic.svg": {"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>"}}
