@@ -85,3 +85,8 @@ grade: $(STAMP)
 	  $(NBGRADER) generate_feedback $(ASSIGNMENT) && $(NBGRADER) export || exit 1; \
 	  [ $$status = 0 ] || echo "make grade: some submissions could not be graded (see 'There was an error processing' above); the others are graded" >&2; \
 	  exit $$status
+
+## bench-class: grade a generated class of 200 submissions: ours (2 workers) vs stock nbgrader, then on Dask
+.PHONY: bench-class
+bench-class: $(STAMP)
+	$(BIN)/python bench/bench_class.py
