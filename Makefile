@@ -99,3 +99,8 @@ secret: $(STAMP)
 ## probe: check that the sandbox isolates student code on this machine (grading refuses otherwise)
 probe: $(STAMP)
 	$(GRADER) probe
+
+## bench-class: grade a generated class of 200 submissions: ours (2 workers) vs stock nbgrader, then on Dask
+.PHONY: bench-class
+bench-class: $(STAMP)
+	$(BIN)/python bench/bench_class.py

@@ -3,9 +3,10 @@
     python -m mha_grader grade --scheduler local              # a LocalCluster here (W processes x 1 thread)
     python -m mha_grader grade --scheduler tcp://HOST:8786     # an existing scheduler
 
-Other machines join a scheduler with ``dask worker tcp://HOST:8786 --nthreads 1 --nworkers N`` run from
-a checkout of this repository (same commit) inside its venv, with the repository root on PYTHONPATH
-(see the README). A worker runs only :func:`grade_job` (the sandbox and the judge); it needs no course
+Other machines join a scheduler with ``dask worker tcp://HOST:8786 --nthreads 1 --nworkers N --preload
+mha_grader.cluster`` run from a checkout of this repository (same commit) inside its venv, with the
+repository root on PYTHONPATH (see the README); the preload imports the grader and checks the sandbox as
+the worker starts, before it takes jobs. A worker runs only :func:`grade_job` (the sandbox and the judge); it needs no course
 folder, no secret and no gradebook: the hidden cases travel with each job, and the result (plain data)
 comes back here, where the coordinating process alone records it.
 
@@ -15,8 +16,11 @@ An infrastructure failure (the sandbox failed: run.InfraError, or the worker die
 (``retries``); a job that still fails is reported and, having no stamp, is graded by the next run.
 """
 import functools
+import logging
 import os
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 from . import run, sandbox
@@ -24,10 +28,16 @@ from . import run, sandbox
 
 def execute(plan: list[dict], course, args, limits: sandbox.Limits, retries: int):
     """Yield (job, result or None) as jobs finish (None: failed after ``retries`` more tries)."""
+    start = time.monotonic()
     from distributed import as_completed
 
     cluster, client = _connect(args)
     try:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        print(f"Dask: scheduler {client.scheduler.address}, {len(workers)} worker(s) with "
+              f"{sum(w['nthreads'] for w in workers.values())} thread(s) (connected in "
+              f"{time.monotonic() - start:.1f} s)" + ("; waiting for workers to join" if not workers else ""),
+              file=sys.stderr, flush=True)
         releases = {name: client.scatter(release, hash=False) for name, release in course.releases.items()}
         jobs, futures = {}, []
         for job in plan:
@@ -56,9 +66,21 @@ def _connect(args):
 
     if args.scheduler == "local":
         cluster = LocalCluster(n_workers=max(1, args.workers), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
+                               host="127.0.0.1", dashboard_address=None, preload=[__name__])
         return cluster, Client(cluster)
     return None, Client(args.scheduler, timeout="30s")
+
+
+def dask_setup(server) -> None:
+    """Called by Dask as a scheduler or worker starts with ``--preload mha_grader.cluster``: the grader is
+    imported before the first job (the scheduler unpickles each task); a worker checks its sandbox."""
+    from distributed import Worker
+    if not isinstance(server, Worker):
+        return
+    problems = _worker_isolation_problems()
+    if problems:
+        logging.getLogger(__name__).warning("the sandbox does not isolate student code on this worker; it will "
+                                            "refuse every job: %s", "; ".join(problems))
 
 
 def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:

@@ -39,6 +39,9 @@ class Progress:
         return (f"[{'#' * filled}{'.' * (30 - filled)}] {self.count}/{self.total} notebooks · "
                 f"{rate:.2f}/s · elapsed {elapsed:.0f} s · ETA {eta:.0f} s")
 
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
     def done(self) -> None:
         if self.tty and self.count:
             print(file=sys.stderr)
@@ -121,8 +124,10 @@ def _print(rows, names, mistake_rows, test_rows, results, failed, notes, course)
     for t in test_rows:
         print(f"  {t['notebook']}/{t['test']}: {t['passed']}/{t['passed'] + t['failed']}", file=out)
     print(f"\nThis run graded {len(results)} notebook(s)"
-          + (f"; {len(failed)} could not be graded (sandbox failures, retried {2} times): "
-             + ", ".join(f"{j['student']}/{j['notebook']}" for j in failed) if failed else "")
+          + (f"; {len(failed)} could not be graded (sandbox or worker failures, retried; the next run tries "
+             "them again): " + ", ".join(f"{j['student']}/{j['notebook']}" for j in failed) if failed else "")
           + ". Tables: grades_by_student.csv, mistakes.csv, tests.csv; feedback in feedback/.", file=out)
+    for job in failed:
+        print(f"  not graded: {job['student']}/{job['notebook']}: {job.get('error', '')[:300]}", file=out)
     for note in notes:
         print(f"  note: {note}", file=out)

@@ -40,20 +40,25 @@ def grade(args) -> int:
     course = course_mod.Course(root, args.assignment, args.db_url)
     plan, notes = _plan(course, key, args)
     writer = GradebookWriter(course.db_url, course.assignment)
-    results, failed = [], []
+    results, failed, recording = [], [], 0.0
     progress = report.Progress(len(plan))
     try:
         for job, result in _execute(plan, args, course, key):
             if result is None:
                 failed.append(job)
             else:
+                start = time.monotonic()
                 _record(course, writer, job, result)
+                recording += time.monotonic() - start
                 results.append((job, result))
             progress.step()
     finally:
         writer.close()
         progress.done()
     report.summary(course, results, failed, notes)
+    if results:  # recording is the one serial part of a run: with many workers, this process must keep up
+        print(f"Grading took {progress.elapsed():.1f} s for {len(plan)} notebook(s); recording (gradebook, feedback) "
+              f"in this process: {recording:.1f} s, {recording / len(results) * 1000:.0f} ms per notebook.")
     return 1 if failed else 0
 
 
@@ -106,6 +111,9 @@ def _execute(plan: list[dict], args, course, key):
                 except Exception as err:  # noqa: BLE001 - the sandbox or a grader bug: retried, then reported
                     job["error"] = f"{type(err).__name__}: {err}"
                     time.sleep(0.5 * (tries + 1))
+                except Exception as err:  # noqa: BLE001 - a grader bug: reported, the batch goes on
+                    job["error"] = f"{type(err).__name__}: {err}"
+                    return None
             return None
         futures = {pool.submit(attempt, job): job for job in plan}
         for future in cf.as_completed(futures):

@@ -1,0 +1,167 @@
+"""Class benchmark (a measurement, not a test): grading a generated class, three ways, in one run.
+
+A class of --students students (default 50), each handing in notebooks 01-04 (4 per student: 200
+submissions), most answers right, one notebook per student a classic mistake (tests/submissions/
+mutants.py) or a quick hostile trick (tests/submissions/hostile.py), dealt in turn. Notebook 05 is
+left out while its hidden cases are placeholders (it would cost the sandbox a full run for no
+verdict). The same files are graded
+
+  (a) by our command, `python -m mha_grader grade --workers 2` (sandbox, judge, gradebook, feedback);
+  (b) by stock serial `nbgrader autograde` on a stock course made from the course as it was at commit
+      00cc176 (solutions with their hidden tests inside, and that commit's nbgrader_config.py);
+  (c) by our command through a real Dask scheduler with two workers on loopback (scripts/services.py).
+
+It prints notebooks per second, the ratio to stock, the Dask overhead per job against (a), and, from
+(a)'s cost per student, the projected wall time of 1,000 students on 1, 4 and 16 machines of 2 cores.
+The machine may be shared: the load average is printed beside each phase.
+
+    .venv/bin/python bench/bench_class.py [--students 50] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from submissions import classroom, kit  # noqa: E402  (the test suite's submission builders)
+
+STOCK_COMMIT = "00cc176"
+NOTEBOOKS = kit.NOTEBOOKS[:4]
+CORES = 2
+
+
+def stock_course(dest: Path) -> Path:
+    """The course as stock nbgrader graded it at STOCK_COMMIT (hidden tests inside the notebooks), released."""
+    files = subprocess.run(["git", "ls-tree", "-r", "--name-only", STOCK_COMMIT, "solutions", "nbgrader_config.py"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(subprocess.run(["git", "show", f"{STOCK_COMMIT}:{name}"], cwd=ROOT, capture_output=True,
+                                          check=True).stdout)
+    run = kit.nbgrader(dest, "generate_assignment", kit.ASSIGNMENT, "--force")
+    assert run.returncode == 0, run.stdout
+    return dest
+
+
+def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, str, str]:
+    """(wall seconds, the load average before and after, output) of one command, which must succeed."""
+    before = os.getloadavg()[0]
+    start = time.perf_counter()
+    run = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wall = time.perf_counter() - start
+    if run.returncode not in (0, 1):  # 1: some notebook could not be graded (reported), the rest were
+        sys.exit(f"{' '.join(cmd)} failed ({run.returncode}):\n{run.stdout[-3000:]}")
+    return wall, f"{before:.1f} -> {os.getloadavg()[0]:.1f}", run.stdout
+
+
+def ours(course: Path, secret: Path, *options: str) -> tuple[float, str, str]:
+    env = {**kit.env(), "MHA_GRADER_SECRET": str(secret), "PYTHONPATH": str(ROOT)}
+    env.pop("MHA_GRADER_DB_URL", None)
+    return timed([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", *options], ROOT, env)
+
+
+def scores(course: Path) -> dict:
+    """{student: total}: a sanity check that every run graded the class."""
+    return {s: round(sum(sum(g for g in nb.values() if isinstance(g, float)) for nb in per.values()), 3)
+            for s, per in kit.scores(course).items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=50)
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-class-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        run(work, args.students)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run(work: Path, students: int) -> None:
+    print(f"Building the class ({students} students x {len(NOTEBOOKS)} notebooks) in {work} ...", flush=True)
+    course = kit.make_course(work / "course")
+    classroom.generate(course, students, NOTEBOOKS)
+    submissions = sum(1 for _ in (course / "submitted").glob(f"*/{kit.ASSIGNMENT}/*.ipynb"))
+    stock = stock_course(work / "stock")
+    shutil.copytree(course / "submitted", stock / "submitted")  # the very same files
+    for name in ("local", "dask"):
+        shutil.copytree(course, work / name)
+    secret = work / "secret"
+    secret.write_text(os.urandom(32).hex() + "\n")
+    secret.chmod(0o600)
+
+    print("(a) our command, 2 workers ...", flush=True)
+    local = ours(work / "local", secret, "--workers", str(CORES))
+    print("(b) stock nbgrader autograde, serial ...", flush=True)
+    stock_run = timed([str(kit.BIN / "nbgrader"), "autograde", kit.ASSIGNMENT], stock, kit.env())
+    print("(c) our command on a Dask scheduler with 2 workers (scripts/services.py) ...", flush=True)
+    services = work / "services"
+    started = subprocess.run([sys.executable, str(ROOT / "scripts" / "services.py"), "start", str(services),
+                              "--dask-workers", str(CORES)], capture_output=True, text=True)
+    try:
+        if started.returncode:
+            sys.exit(f"services.py start failed:\n{started.stdout}{started.stderr}")
+        dask = ours(work / "dask", secret, "--scheduler", json.loads(started.stdout)["scheduler"])
+    finally:
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "services.py"), "stop", str(services)], check=True)
+
+    graded = {name: scores(work / name) for name in ("local", "dask")}
+    assert graded["local"] == graded["dask"], "Dask and local runs disagree"
+    assert len(graded["local"]) == students and len(scores(stock)) == students, "a student was not graded"
+    report(submissions, students, local, stock_run, dask, work)
+
+
+def report(submissions: int, students: int, local, stock_run, dask, work: Path) -> None:
+    rows = [("ours, 2 workers (threads)", local), ("stock nbgrader autograde, serial", stock_run),
+            ("ours, Dask scheduler + 2 workers", dask)]
+    print(f"\n{submissions} submitted notebooks ({students} students x {len(NOTEBOOKS)}); "
+          f"{os.cpu_count()} cores; load average shown before -> after each phase\n")
+    print(f"| run | wall (s) | notebooks/s | vs stock | load |\n|---|---:|---:|---:|---|")
+    for name, (wall, load, _) in rows:
+        print(f"| {name} | {wall:.1f} | {submissions / wall:.2f} | {stock_run[0] / wall:.2f}x | {load} |")
+    jobs = students * len(kit.NOTEBOOKS)  # one job per (student, notebook), 05 "not handed in" included
+    phase = {name: float(re.search(r"Grading took ([\d.]+) s", out).group(1)) for name, (_, _, out) in
+             (("local", local), ("dask", dask))}
+    connect = float(re.search(r"connected in ([\d.]+) s", dask[2]).group(1))  # once per run: import, connect
+    overhead = (phase["dask"] - connect - phase["local"]) / jobs
+    per_job = local[0] * CORES / submissions
+    print(f"\nGrading phase: {phase['local']:.1f} s with local threads, {phase['dask']:.1f} s with Dask, of which "
+          f"{connect:.1f} s to import Dask and connect (once per run).")
+    print(f"Dask overhead per job vs local threads: {overhead * 1000:+.0f} ms per job, "
+          f"{overhead * jobs / phase['local'] * 100:+.1f}% (goal < 5%); with the connection: "
+          f"{(phase['dask'] / phase['local'] - 1) * 100:+.1f}%")
+    per_student = phase["local"] * CORES / students  # core-seconds per student (4 notebooks), measured in (a)
+    record_s = float(re.search(r"in this process: [\d.]+ s, (\d+) ms per notebook", local[2]).group(1)) / 1000
+    print(f"Measured cost: {per_job:.2f} core-s per submitted notebook, {per_student:.2f} core-s per student; "
+          f"the coordinating process records a notebook in {record_s * 1000:.0f} ms (serial, on one core)")
+    print(f"\nProjected wall time for 1,000 students ({len(NOTEBOOKS)} notebooks each), machines of {CORES} cores "
+          "(Dask beyond one machine, its overhead as measured; never faster than the one recording process):")
+    print("| machines | workers | projected wall |\n|---:|---:|---:|")
+    for machines in (1, 4, 16):
+        factor = 1.0 if machines == 1 else max(1.0, phase["dask"] / phase["local"])
+        grading = 1000 * per_student / (machines * CORES) * factor
+        seconds = max(grading, 1000 * len(kit.NOTEBOOKS) * record_s)
+        print(f"| {machines} | {machines * CORES} | {seconds / 60:.1f} min |")
+    sandbox = [json.loads(p.read_text())["seconds"] for p in (work / "local" / "autograded").glob("*/*/*.result.json")]
+    sandbox = [s for s in sandbox if s > 0]
+    if sandbox:
+        sandbox.sort()
+        print(f"\nPer sandboxed notebook (ours, inside a worker): median {sandbox[len(sandbox) // 2]:.2f} s, "
+              f"max {sandbox[-1]:.2f} s over {len(sandbox)}")
+
+
+if __name__ == "__main__":
+    main()

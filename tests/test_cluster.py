@@ -1,0 +1,59 @@
+"""mha_grader.cluster on a Dask cluster inside this process (threads, so the grading function can be
+replaced): a sandbox failure is retried, a job that keeps failing is reported, every other job gives
+exactly one result, and a job planned twice is refused."""
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+from distributed import LocalCluster
+
+from mha_grader import cluster, run, sandbox
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as local:
+        yield local.scheduler_address
+
+
+def jobs(*students: str) -> list[dict]:
+    return [{"student": s, "notebook": nb, "key": f"{s}{nb}".ljust(16, "0"), "nb": {}, "reason": "", "cases": {}}
+            for s in students for nb in ("01_a", "02_b")]
+
+
+def grade(scheduler, plan, monkeypatch, fake):
+    monkeypatch.setattr(run, "grade_job", fake)
+    course = SimpleNamespace(releases={"01_a": "release a", "02_b": "release b"})
+    args = SimpleNamespace(scheduler=scheduler, workers=2, unsafe_no_sandbox=True)
+    return list(cluster.execute(plan, course, args, sandbox.Limits(), retries=2))
+
+
+def test_retried_reported_and_each_job_once(scheduler, monkeypatch):
+    calls = Counter()
+
+    def fake(release, job, limits, unsafe):
+        calls[job["student"], job["notebook"]] += 1
+        if job["student"] == "flaky" and calls["flaky", job["notebook"]] == 1:
+            raise run.InfraError("the sandbox failed once")
+        if job["student"] == "broken":
+            raise run.InfraError("the sandbox always fails")
+        return {"graded": (job["student"], job["notebook"]), "release": release}
+
+    plan = jobs("alice", "flaky", "broken", "bob")
+    done = grade(scheduler, plan, monkeypatch, fake)
+    assert sorted((j["student"], j["notebook"]) for j, _ in done) == sorted((j["student"], j["notebook"]) for j in plan)
+    for job, result in done:
+        if job["student"] == "broken":
+            assert result is None and "always fails" in job["error"]
+        else:
+            assert result == {"graded": (job["student"], job["notebook"]),
+                              "release": "release a" if job["notebook"] == "01_a" else "release b"}
+    assert calls["flaky", "01_a"] == 2 and calls["broken", "02_b"] == 3  # retries=2: three tries at most
+    assert calls["alice", "01_a"] == calls["bob", "02_b"] == 1
+
+
+def test_a_job_planned_twice_is_refused(scheduler, monkeypatch):
+    plan = jobs("alice")
+    with pytest.raises(AssertionError, match="planned twice"):
+        grade(scheduler, plan + plan[:1], monkeypatch, lambda *a: {})
