@@ -55,7 +55,8 @@ def page(release: notebooks.Release, nb: dict | None, result: dict, student: str
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>Feedback: {html.escape(release.name)} ({html.escape(student)})</title><style>{STYLE}</style>"
-            + (f"<script>MathJax={{tex:{{inlineMath:[['$','$'],['\\\\(','\\\\)']]}}}};</script>"
+            + (f"<script>MathJax={{loader:{{load:['input/tex','output/chtml']}},"
+               f"tex:{{inlineMath:[['$','$'],['\\\\(','\\\\)']]}}}};</script>"
                f"<script defer src='{html.escape(mathjax)}'></script>" if mathjax else "")
             + f"</head><body>{''.join(parts)}</body></html>")
 
@@ -97,7 +98,9 @@ def write(folder: Path, autograded: Path, release: notebooks.Release, nb: dict |
     root = folder.parents[1]
     if mathjax_source and mathjax_source.is_dir() and not (root / "mathjax").exists():
         shutil.copytree(mathjax_source, root / "mathjax")
-    script = next(iter(sorted((root / "mathjax").glob("tex-*.js"))), None) if (root / "mathjax").is_dir() else None
+    # the site's MathJax: components (startup.js + the loader list above), or one combined file
+    scripts = [*(root / "mathjax").glob("startup.js"), *sorted((root / "mathjax").glob("tex-*.js"))]
+    script = scripts[0] if scripts else None
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{release.name}.html"
     target.write_text(page(release, nb, result, student, f"../../mathjax/{script.name}" if script else ""))
