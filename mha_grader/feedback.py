@@ -92,12 +92,16 @@ def autograded_notebook(release: notebooks.Release, nb: dict | None, result: dic
     return out
 
 
+def copy_mathjax(source: Path, feedback_root: Path) -> None:
+    """The site's MathJax next to the feedback pages (once per run; nothing when the site is not built)."""
+    if source.is_dir():
+        shutil.copytree(source, feedback_root / "mathjax", dirs_exist_ok=True)
+
+
 def write(folder: Path, autograded: Path, release: notebooks.Release, nb: dict | None, result: dict,
-          student: str, mathjax_source: Path | None) -> Path:
+          student: str) -> Path:
     """Write feedback/<student>/<assignment>/<notebook>.html and its autograded notebook."""
     root = folder.parents[1]
-    if mathjax_source and mathjax_source.is_dir() and not (root / "mathjax").exists():
-        shutil.copytree(mathjax_source, root / "mathjax")
     # the site's MathJax: components (startup.js + the loader list above), or one combined file
     scripts = [*(root / "mathjax").glob("startup.js"), *sorted((root / "mathjax").glob("tex-*.js"))]
     script = scripts[0] if scripts else None

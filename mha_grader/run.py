@@ -40,6 +40,7 @@ def grade(args) -> int:
     course = course_mod.Course(root, args.assignment, args.db_url)
     plan, notes = _plan(course, key, args)
     writer = GradebookWriter(course.db_url, course.assignment)
+    feedback.copy_mathjax(MATHJAX, course.root / "feedback")
     results, failed, recording = [], [], 0.0
     progress = report.Progress(len(plan))
     try:
@@ -126,5 +127,5 @@ def _record(course, writer, job: dict, result: dict) -> None:
     writer.record(student, name, result["tests"])
     report.save(course, student, name, result)
     feedback.write(course.folder("feedback", student), course.folder("autograded", student),
-                   course.releases[name], job["nb"], result, student, MATHJAX)
+                   course.releases[name], job["nb"], result, student)
     course.stamp(student, name, job["key"])
