@@ -9,9 +9,11 @@ from .mutants import MUTANTS
 
 # Hostile submissions that end quickly (the endless loops and the 100 MB print cost their time
 # limits, whatever the grader: they are covered by the hostile catalogue's own tests).
-QUICK_HOSTILE = ["h08_os_exit", "h09_invalid_json", "h11_monkeypatched_checks", "h04_stripped_all_metadata",
-                 "h01_edited_locked_cells", "h02_deleted_test_cells", "h03_stripped_test_metadata",
-                 "h05_broken_schema_version"]
+QUICK_HOSTILE = ["h08_invalid_json", "h10_patched_numpy", "h03_stripped_all_metadata", "h01_edited_locked_cells",
+                 "h02_deleted_test_cells", "h04_schema_and_extra_grade_cells", "h11_imports_the_checks",
+                 "h12_reads_course_files", "h13_writes_the_gradebook", "h14_private_torch_kernel",
+                 "h15_obfuscated_kernel", "h16_calls_the_module"]
+BY_NAME = {h.student: h for h in HOSTILE}
 
 
 def recipes(notebooks: list[str]) -> list[tuple[str, object]]:
@@ -30,7 +32,7 @@ def student_files(course: Path, kind: str, recipe, notebooks: list[str], complet
     if kind == "mutant":
         files[recipe.notebook] = kit.mutant_notebook(course, recipe)
     elif kind == "hostile":
-        files.update(HOSTILE[recipe](course))
+        files.update(BY_NAME[recipe].build(course))
     return {n: c for n, c in files.items() if n in notebooks}
 
 
