@@ -44,8 +44,9 @@ def test_kit_holds_the_exercises_the_library_and_a_howto_but_no_solution():
         with z.open(wheels[0]) as fh, zipfile.ZipFile(fh) as wheel:
             packages = {n.split("/")[0] for n in wheel.namelist() if n.endswith("/__init__.py")}
         everything = "\n".join(z.read(n).decode("utf-8", "replace") for n in names if not n.endswith(".whl"))
-    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    assert set(listed) <= packages, f"the wheel lacks {set(listed) - packages}"
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text()).get("tool", {}).get("setuptools", {})
+    listed = setuptools.get("packages") if isinstance(setuptools.get("packages"), list) else []
+    assert {"mha_lib", *listed} <= packages, f"the wheel lacks {({'mha_lib', *listed}) - packages}"
     assert "BEGIN SOLUTION" not in everything and "BEGIN HIDDEN TESTS" not in everything
 
 
