@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.submissions import classroom, kit
+from submissions import classroom, kit
 
 REPO = kit.REPO
 STUDENTS = 8
