@@ -114,41 +114,82 @@ def run(work: Path, students: int) -> None:
     try:
         if started.returncode:
             sys.exit(f"services.py start failed:\n{started.stdout}{started.stderr}")
-        dask = ours(work / "dask", secret, "--scheduler", json.loads(started.stdout)["scheduler"])
+        address = json.loads(started.stdout)["scheduler"]
+        dask = ours(work / "dask", secret, "--scheduler", address)
+        # The machine is shared: a second round of (a) and (c), alternated, for the overhead of Dask.
+        print("(a2) and (c2): both again (--force), for the Dask overhead ...", flush=True)
+        again = {"local": ours(work / "local", secret, "--workers", str(CORES), "--force"),
+                 "dask": ours(work / "dask", secret, "--scheduler", address, "--force")}
     finally:
         subprocess.run([sys.executable, str(ROOT / "scripts" / "services.py"), "stop", str(services)], check=True)
 
     graded = {name: scores(work / name) for name in ("local", "dask")}
     assert graded["local"] == graded["dask"], "Dask and local runs disagree"
     assert len(graded["local"]) == students and len(scores(stock)) == students, "a student was not graded"
-    report(submissions, students, local, stock_run, dask, work)
+    report(submissions, students, local, stock_run, dask, again, work)
 
 
-def report(submissions: int, students: int, local, stock_run, dask, work: Path) -> None:
-    rows = [("ours, 2 workers (threads)", local), ("stock nbgrader autograde, serial", stock_run),
-            ("ours, Dask scheduler + 2 workers", dask)]
+def recording_cost(graded: Path, scratch: Path) -> float:
+    """Seconds the coordinating process spends recording one result, with nothing else running: every
+    result of ``graded`` recorded again in a copy (the serial part of a run, whatever the workers)."""
+    sys.path.insert(0, str(ROOT))
+    from mha_grader import course as course_mod, notebooks, run as grader
+    from mha_grader.gradebook import GradebookWriter
+
+    shutil.copytree(graded, scratch)
+    course = course_mod.Course(scratch)
+    jobs = []
+    for path in sorted((scratch / "autograded").glob(f"*/{kit.ASSIGNMENT}/*.result.json")):
+        student, name = path.parts[-3], path.name.removesuffix(".result.json")
+        submitted = course.folder("submitted", student) / f"{name}.ipynb"
+        nb = notebooks.read_submission(submitted)[0] if submitted.exists() else None
+        jobs.append(({"student": student, "notebook": name, "nb": nb, "key": "bench"}, json.loads(path.read_text())))
+    writer = GradebookWriter(course.db_url, course.assignment)
+    start = time.perf_counter()
+    for job, result in jobs:
+        grader._record(course, writer, job, result)
+    seconds = (time.perf_counter() - start) / len(jobs)
+    writer.close()
+    return seconds
+
+
+def report(submissions: int, students: int, local, stock_run, dask, again: dict, work: Path) -> None:
+    rows = [("(a) ours, 2 workers (threads)", local), ("(b) stock nbgrader autograde, serial", stock_run),
+            ("(c) ours, Dask scheduler + 2 workers", dask), ("(a2) = (a) again", again["local"]),
+            ("(c2) = (c) again", again["dask"])]
     print(f"\n{submissions} submitted notebooks ({students} students x {len(NOTEBOOKS)}); "
           f"{os.cpu_count()} cores; load average shown before -> after each phase\n")
-    print(f"| run | wall (s) | notebooks/s | vs stock | load |\n|---|---:|---:|---:|---|")
-    for name, (wall, load, _) in rows:
-        print(f"| {name} | {wall:.1f} | {submissions / wall:.2f} | {stock_run[0] / wall:.2f}x | {load} |")
+    print("| run | wall (s) | grading phase (s) | notebooks/s | vs stock | load |\n|---|---:|---:|---:|---:|---|")
+    for name, (wall, load, out) in rows:
+        found = re.search(r"Grading took ([\d.]+) s", out)
+        print(f"| {name} | {wall:.1f} | {found.group(1) if found else '-'} | {submissions / wall:.2f} | "
+              f"{stock_run[0] / wall:.2f}x | {load} |")
     jobs = students * len(kit.NOTEBOOKS)  # one job per (student, notebook), 05 "not handed in" included
-    phase = {name: float(re.search(r"Grading took ([\d.]+) s", out).group(1)) for name, (_, _, out) in
-             (("local", local), ("dask", dask))}
-    connect = float(re.search(r"connected in ([\d.]+) s", dask[2]).group(1))  # once per run: import, connect
-    overhead = (phase["dask"] - connect - phase["local"]) / jobs
+
+    def phase(out: str) -> float:
+        return float(re.search(r"Grading took ([\d.]+) s", out).group(1))
+
+    def connect(out: str) -> float:  # once per run: import Dask, connect, scatter the release
+        return float(re.search(r"connected in ([\d.]+) s", out).group(1))
+
+    best_local = min(phase(local[2]), phase(again["local"][2]))
+    mean_local = (phase(local[2]) + phase(again["local"][2])) / 2
+    best_dask = min(phase(run[2]) - connect(run[2]) for run in (dask, again["dask"]))
+    overhead = (best_dask - best_local) / jobs
     per_job = local[0] * CORES / submissions
-    print(f"\nGrading phase: {phase['local']:.1f} s with local threads, {phase['dask']:.1f} s with Dask, of which "
-          f"{connect:.1f} s to import Dask and connect (once per run).")
-    print(f"Dask overhead per job vs local threads: {overhead * 1000:+.0f} ms per job, "
-          f"{overhead * jobs / phase['local'] * 100:+.1f}% (goal < 5%); with the connection: "
-          f"{(phase['dask'] / phase['local'] - 1) * 100:+.1f}%")
-    per_student = phase["local"] * CORES / students  # core-seconds per student (4 notebooks), measured in (a)
-    record_s = float(re.search(r"in this process: [\d.]+ s, (\d+) ms per notebook", local[2]).group(1)) / 1000
-    print(f"Measured cost: {per_job:.2f} core-s per submitted notebook, {per_student:.2f} core-s per student; "
-          f"the coordinating process records a notebook in {record_s * 1000:.0f} ms (serial, on one core)")
+    print(f"\nDask overhead per job vs local threads (best of two grading phases each, the connection of "
+          f"{connect(dask[2]):.1f} s once per run left out): {overhead * 1000:+.0f} ms per job, "
+          f"{(best_dask / best_local - 1) * 100:+.1f}% (goal < 5%)")
+    phase = {"local": best_local, "dask": best_dask}
+    per_student = mean_local * CORES / students  # core-seconds per student (4 notebooks): (a) and (a2)
+    contended = float(re.search(r"in this process: [\d.]+ s, (\d+) ms per notebook", local[2]).group(1)) / 1000
+    record_s = recording_cost(work / "local", work / "record")
+    print(f"Measured cost: {per_job:.2f} core-s per submitted notebook, {per_student:.2f} core-s per student.")
+    print(f"The coordinating process records a notebook (gradebook, result, feedback, stamp) in {record_s * 1000:.0f} ms "
+          f"alone, {contended * 1000:.0f} ms while sharing the 2 cores with the workers in (a).")
     print(f"\nProjected wall time for 1,000 students ({len(NOTEBOOKS)} notebooks each), machines of {CORES} cores "
-          "(Dask beyond one machine, its overhead as measured; never faster than the one recording process):")
+          "(Dask beyond one machine, its overhead as measured; never faster than the one recording process, "
+          "which is assumed to have a core of its own):")
     print("| machines | workers | projected wall |\n|---:|---:|---:|")
     for machines in (1, 4, 16):
         factor = 1.0 if machines == 1 else max(1.0, phase["dask"] / phase["local"])

@@ -6,14 +6,15 @@
 Other machines join a scheduler with ``dask worker tcp://HOST:8786 --nthreads 1 --nworkers N --preload
 mha_grader.cluster`` run from a checkout of this repository (same commit) inside its venv, with the
 repository root on PYTHONPATH (see the README); the preload imports the grader and checks the sandbox as
-the worker starts, before it takes jobs. A worker runs only :func:`grade_job` (the sandbox and the judge); it needs no course
-folder, no secret and no gradebook: the hidden cases travel with each job, and the result (plain data)
-comes back here, where the coordinating process alone records it.
+the worker starts, before it takes jobs. A worker runs only run.grade_job (the sandbox and the judge):
+it needs no course folder, no secret and no gradebook. The hidden cases travel with each job, and the
+result (plain data) comes back here, where the coordinating process alone records it.
 
-Each job is one Dask task whose key names its (student, notebook) and what was graded, so no job is
-submitted twice and none is left out: the run ends only when every key has a result or has failed.
-An infrastructure failure (the sandbox failed: run.InfraError, or the worker died) is retried by Dask
-(``retries``); a job that still fails is reported and, having no stamp, is graded by the next run.
+Each job is one Dask task whose key names its (student, notebook), what was graded and this run, so no
+job is submitted twice and none is left out: the run ends only when every key has a result or has failed.
+A sandbox failure (run.InfraError) is retried by Dask (``retries``); the job of a worker that dies is
+given to another worker (Dask's allowed-failures); a job that still fails is reported and, having no
+stamp, is graded by the next run.
 """
 import functools
 import logging
@@ -21,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from . import run, sandbox
@@ -39,9 +41,9 @@ def execute(plan: list[dict], course, args, limits: sandbox.Limits, retries: int
               f"{time.monotonic() - start:.1f} s)" + ("; waiting for workers to join" if not workers else ""),
               file=sys.stderr, flush=True)
         releases = {name: client.scatter(release, hash=False) for name, release in course.releases.items()}
-        jobs, futures = {}, []
+        jobs, futures, run_id = {}, [], uuid.uuid4().hex[:12]  # a key of this run never meets another run's
         for job in plan:
-            key = f"mha-grade-{job['student']}-{job['notebook']}-{job['key'][:16]}"
+            key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{run_id}"  # ids hold no "/"
             assert key not in jobs, f"{key} planned twice"
             jobs[key] = job
             futures.append(client.submit(grade_on_worker, releases[job["notebook"]], job, limits,

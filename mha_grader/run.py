@@ -56,9 +56,10 @@ def grade(args) -> int:
     finally:
         writer.close()
         progress.done()
+    seconds = progress.elapsed()
     report.summary(course, results, failed, notes)
     if results:  # recording is the one serial part of a run: with many workers, this process must keep up
-        print(f"Grading took {progress.elapsed():.1f} s for {len(plan)} notebook(s); recording (gradebook, feedback) "
+        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording (gradebook, feedback) "
               f"in this process: {recording:.1f} s, {recording / len(results) * 1000:.0f} ms per notebook.")
     return 1 if failed else 0
 

@@ -58,12 +58,14 @@ def start(folder: Path, postgres: bool, dask_workers: int) -> dict:
     return state
 
 
-def _spawn(state: dict, name: str, cmd: list[str], log: Path, **kwargs) -> subprocess.Popen:
-    """Start ``cmd`` in a session of its own; its id is recorded before anything else can fail."""
+def _spawn(state: dict, name: str, cmd: list[str], log: Path, stop_signal: str = "SIGTERM",
+           **kwargs) -> subprocess.Popen:
+    """Start ``cmd`` in a session of its own; its id is saved (beside ``log``) before anything else can fail."""
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True, **kwargs)
-    state["processes"].append({"name": name, "pid": proc.pid, "signal": "SIGTERM"})
+    state["processes"].append({"name": name, "pid": proc.pid, "signal": stop_signal})
+    _save(log.parent, state)
     return proc
 
 
@@ -100,8 +102,7 @@ def _postgres(folder: Path, state: dict) -> str:
     proc = _spawn(state, "postgres", [*as_user, str(PG_BIN / "postgres"), "-D", str(data_root / "data"),
                                       "-c", "listen_addresses=127.0.0.1", "-c", f"port={port}",
                                       "-c", f"unix_socket_directories={data_root}", "-c", "fsync=off"],
-                  log, cwd=data_root)
-    state["processes"][-1]["signal"] = "SIGINT"  # PostgreSQL's "fast shutdown"
+                  log, stop_signal="SIGINT", cwd=data_root)  # SIGINT: PostgreSQL's "fast shutdown"
     env = {**os.environ, "PGPASSWORD": password}
     where = ["-h", "127.0.0.1", "-p", str(port), "-U", PG_USER]
     _wait("PostgreSQL", lambda: subprocess.run([str(PG_BIN / "pg_isready"), *where, "-d", "postgres"],

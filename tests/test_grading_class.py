@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.submissions import classroom, kit
+from submissions import classroom, kit
 
 REPO = kit.REPO
 STUDENTS = 8
@@ -156,3 +156,14 @@ def test_a_second_run_grades_nothing_again(klass, loopback_services):
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "This run graded 0 notebook(s)." in run.stdout
+
+
+def test_services_stop_what_they_started_when_starting_fails(tmp_path, monkeypatch):
+    """PostgreSQL is up when the Dask scheduler cannot start: the server is stopped and its data removed."""
+    monkeypatch.setattr(services, "BIN", tmp_path / "no-such-venv")
+    with pytest.raises(OSError):
+        services.start(tmp_path / "state", postgres=True, dask_workers=2)
+    state = json.loads((tmp_path / "state" / "services.json").read_text())
+    assert [p["name"] for p in state["processes"]] == ["postgres"]
+    assert not services._running({state["processes"][0]["pid"]}), "PostgreSQL outlived the failed start"
+    assert all(not Path(f).exists() for f in state["folders"])
