@@ -75,12 +75,13 @@ def summary(course, results: list, failed: list, notes: list[str]) -> None:
     graded = load_all(course)
     names = list(course.releases)
     tests = [(n, g) for n in names for g in course.releases[n].grade_cells]
-    rows, mistakes, passed = [], defaultdict(set), Counter()
+    rows, mistakes, passed, handed_in = [], defaultdict(set), Counter(), Counter()
     for student, per_nb in sorted(graded.items()):
         row = {"student": student}
         for name in names:
             res = per_nb.get(name)
             row[name] = "" if res is None else sum(t["score"] for t in res["tests"])
+            handed_in[name] += res is not None and res.get("status") != "missing"
             for t in (res or {}).get("tests", []):
                 row[f"{name}/{t['id']}"] = t["score"]
                 passed[(name, t["id"])] += t["score"] >= t["points"]
@@ -97,7 +98,7 @@ def summary(course, results: list, failed: list, notes: list[str]) -> None:
                     for (m, n), s in sorted(mistakes.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
     _write(course.root / "mistakes.csv", ["mistake", "notebook", "students", "who"], mistake_rows)
     test_rows = [{"notebook": n, "test": g.id, "points": g.points, "passed": passed[(n, g.id)],
-                  "failed": sum(1 for s in graded.values() if n in s) - passed[(n, g.id)]} for n, g in tests]
+                  "failed": handed_in[n] - passed[(n, g.id)]} for n, g in tests]
     _write(course.root / "tests.csv", ["notebook", "test", "points", "passed", "failed"], test_rows)
     _print(rows, names, mistake_rows, test_rows, results, failed, notes, course)
 
@@ -120,7 +121,7 @@ def _print(rows, names, mistake_rows, test_rows, results, failed, notes, course)
         print("\nWhat the class got wrong (students per named mistake):", file=out)
         for m in mistake_rows[:15]:
             print(f"  {m['students']:>4} student(s): {m['mistake']} ({m['notebook']})", file=out)
-    print("\nPer test (passed / graded):", file=out)
+    print("\nPer test (passed / handed in):", file=out)
     for t in test_rows:
         print(f"  {t['notebook']}/{t['test']}: {t['passed']}/{t['passed'] + t['failed']}", file=out)
     print(f"\nThis run graded {len(results)} notebook(s)"
