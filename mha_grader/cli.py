@@ -9,10 +9,9 @@
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
-from . import run, sandbox, secret
+from . import run, secret
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,26 +24,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     if args.command == "probe":
-        problems = isolation_problems(Path(args.course))
+        problems = run.isolation_problems(Path(args.course))
         print("\n".join(problems) or "The sandbox isolates student code on this machine.")
         return 1 if problems else 0
     return run.grade(args)
-
-
-def isolation_problems(course: Path) -> list[str]:
-    """What the sandbox fails to hide or protect here (empty: grading may start)."""
-    course = course.resolve()
-    canaries = []
-    for folder in (course, Path.home()):
-        fd, name = tempfile.mkstemp(prefix=".sandbox-canary-", dir=folder)
-        os.close(fd)
-        canaries.append(name)
-    private = [str(course / p) for p in ("solutions", "submitted", "nbgrader_config.py", "gradebook.db")]
-    try:
-        return sandbox.probe(private + canaries + [str(secret.path())], sandbox.python_prefixes() + ["/usr"])
-    finally:
-        for name in canaries:
-            os.unlink(name)
 
 
 def _parser() -> argparse.ArgumentParser:

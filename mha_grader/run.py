@@ -1,7 +1,9 @@
 """One grading run: plan the jobs, run them on W workers (threads here, or Dask), record each
 result as it arrives, then print the summary and write the class's tables."""
 import concurrent.futures as cf
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +32,6 @@ def grade(args) -> int:
         print("WARNING: --unsafe-no-sandbox: student code runs with YOUR rights, can read the solutions, the "
               "secret and the gradebook, and can change them. Never use it on real submissions.", file=sys.stderr)
     else:
-        from .cli import isolation_problems
         problems = isolation_problems(root)
         if problems:
             print("Refusing to grade: the sandbox does not isolate student code on this machine:\n  "
@@ -62,6 +63,22 @@ def grade(args) -> int:
         print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording (gradebook, feedback) "
               f"in this process: {recording:.1f} s, {recording / len(results) * 1000:.0f} ms per notebook.")
     return 1 if failed else 0
+
+
+def isolation_problems(course: Path) -> list[str]:
+    """What the sandbox fails to hide or protect here (empty: grading may start)."""
+    course = course.resolve()
+    canaries = []
+    for folder in (course, Path.home()):
+        fd, name = tempfile.mkstemp(prefix=".sandbox-canary-", dir=folder)
+        os.close(fd)
+        canaries.append(name)
+    private = [str(course / p) for p in ("solutions", "submitted", "nbgrader_config.py", "gradebook.db")]
+    try:
+        return sandbox.probe(private + canaries + [str(course_secret.path())], sandbox.python_prefixes() + ["/usr"])
+    finally:
+        for name in canaries:
+            os.unlink(name)
 
 
 def _plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
