@@ -94,11 +94,6 @@ def command(job_dir: Path, mount_point: Path, slot: int, limits: Limits, program
             *python_prefixes(), "--", *env, *prlimit, sys.executable, "-I", *program]
 
 
-def unsafe_command(job_dir: Path, program: list[str]) -> list[str]:
-    """No isolation at all (--unsafe-no-sandbox): the job folder stands in for /job."""
-    return [sys.executable, "-I", *program]
-
-
 def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py") -> Report:
     """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel."""
     with tempfile.TemporaryDirectory(prefix="mha-job-") as tmp:
@@ -115,7 +110,8 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
         slot, lock = _slot()
         try:
             inner = [f"/job/{program}"] if not unsafe else [str(job_dir / program)]
-            cmd = unsafe_command(job_dir, inner) if unsafe else command(job_dir, mount_point, slot, limits, inner)
+            # --unsafe-no-sandbox: the same program, no isolation at all (the job folder stands in for /job)
+            cmd = [sys.executable, "-I", *inner] if unsafe else command(job_dir, mount_point, slot, limits, inner)
             return _read(cmd, timeout=limits.notebook_s + 30, cwd=tmp)
         finally:
             lock.close()
