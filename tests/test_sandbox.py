@@ -67,17 +67,21 @@ def test_course_files_home_and_secrets_are_invisible():
     report = sandbox.run(job(f"""
         import os
         def probe():
-            seen = {{}}
-            for path in {[str(REPO / "solutions"), str(REPO / "gradebook.db"), str(REPO / "mha_lib"),
-                          "/root/.bashrc", "/root/.config", "/home", "/etc/passwd", "/etc/shadow"]!r}:
-                seen[path] = os.path.exists(path)
-            return [str(p) for p, found in seen.items() if found] + sorted(os.listdir("/"))
+            private = {[str(REPO / "solutions"), str(REPO / "gradebook.db"), str(REPO / "mha_lib"),
+                        "/root/.bashrc", "/root/.config", "/home", "/etc/passwd", "/etc/shadow"]!r}
+            repo = {str(REPO)!r}
+            return ([p for p in private if os.path.exists(p)], sorted(os.listdir("/")),
+                    sorted(os.listdir(repo)) if os.path.isdir(repo) else [])
     """))
-    visible = result(report)
-    assert visible == sorted(visible[-len(os.listdir("/")):]) or True
-    assert not any(p.startswith(("/work", "/root", "/home", "/etc/")) for p in visible), visible
-    assert set(visible) <= {"bin", "dev", "etc", "job", "lib", "lib64", "proc", "root", "tmp", "usr", "work",
-                            "sbin"}, visible
+    found, root, repo = result(report)
+    assert found == [], found
+    # The root holds the system folders, the job and the top folders of the Python installation
+    # (wherever the checkout lives); of the checkout, only its virtual environment, if it has one.
+    prefixes = [Path(p) for p in sandbox.python_prefixes()]
+    allowed = {"bin", "dev", "etc", "job", "lib", "lib64", "proc", "sbin", "tmp", "usr"}
+    allowed |= {p.parts[1] for p in prefixes}
+    assert set(root) <= allowed, root
+    assert set(repo) <= {p.relative_to(REPO).parts[0] for p in prefixes if p.is_relative_to(REPO)}, repo
 
 
 def test_nothing_outside_its_scratch_folder_is_writable(tmp_path):
