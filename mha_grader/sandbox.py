@@ -1,6 +1,6 @@
 """Run one grading job in a sandbox and read back what it reports, as plain data.
 
-The sandbox (enter.sh under ``unshare``): fresh mount, PID, network, IPC and UTS namespaces; a
+The sandbox (enter.py under ``unshare``): fresh mount, PID, network, IPC and UTS namespaces; a
 file system holding only the Python installation and the job folder, read-only, and a 64 MB
 /tmp; an unprivileged user of its own (a distinct uid per concurrent job, so that one job's
 process limit cannot starve another), no capabilities, no new privileges; limits on address
@@ -30,6 +30,8 @@ CALLING = HERE.parent / "mha_checks" / "calling.py"
 UID_BASE, SLOTS = 61000, 256
 MAX_REPORT = 32 * 1024 * 1024  # bytes of records read back from one job
 MAX_LINE = 8 * 1024 * 1024
+ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+       "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,8 @@ def command(job_dir: Path, mount_point: Path, slot: int, limits: Limits, program
     uid = "keep" if rootless else str(UID_BASE + slot)
     unshare = ["unshare", *(["--user", "--map-root-user"] if rootless else []),
                "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc"]
-    prlimit = ["prlimit", f"--as={limits.memory}", f"--nproc={limits.processes}",
-               f"--fsize={limits.file_size}", "--core=0", "--"]
-    env = ["env", "-i", "HOME=/tmp", "TMPDIR=/tmp", "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
-           "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1",
-           "PYTHONHASHSEED=0"]
-    return [*unshare, "sh", str(HERE / "enter.sh"), str(mount_point), uid, str(job_dir),
-            *python_prefixes(), "--", *env, *prlimit, sys.executable, "-I", *program]
+    return [*unshare, sys.executable, "-I", str(HERE / "enter.py"), str(mount_point), uid, str(job_dir),
+            str(limits.memory), str(limits.processes), str(limits.file_size), *python_prefixes(), "--", *program]
 
 
 def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py") -> Report:
@@ -112,18 +109,18 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
             inner = [f"/job/{program}"] if not unsafe else [str(job_dir / program)]
             # --unsafe-no-sandbox: the same program, no isolation at all (the job folder stands in for /job)
             cmd = [sys.executable, "-I", *inner] if unsafe else command(job_dir, mount_point, slot, limits, inner)
-            return _read(cmd, timeout=limits.notebook_s + 30, cwd=tmp)
+            return _read(cmd, timeout=limits.notebook_s + 30, cwd=tmp, env=ENV)
         finally:
             lock.close()
 
 
-def _read(cmd: list[str], timeout: float, cwd: str) -> Report:
+def _read(cmd: list[str], timeout: float, cwd: str, env: dict) -> Report:
     """Start ``cmd`` with a pipe as its descriptor 3; collect JSON lines until it ends or time is up."""
     report, start = Report(), time.monotonic()
     read_end, write_end = os.pipe()
     errors = open(Path(cwd) / "stderr.txt", "w+b")
     proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, env=env, start_new_session=True,
                             preexec_fn=_die_with_parent)
     os.close(write_end)
     buffer, total = b"", 0
