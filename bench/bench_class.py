@@ -1,10 +1,8 @@
 """Class benchmark (a measurement, not a test): grading a generated class, three ways, in one run.
 
-A class of --students students (default 50), each handing in notebooks 01-04 (4 per student: 200
-submissions), most answers right, one notebook per student a classic mistake (tests/submissions/
-mutants.py) or a quick hostile trick (tests/submissions/hostile.py), dealt in turn. Notebook 05 is
-left out while its hidden cases are placeholders (it would cost the sandbox a full run for no
-verdict). The same files are graded
+A class of --students students (default 40), each handing in the five notebooks (200 submissions),
+most answers right, one notebook per student a classic mistake (tests/submissions/mutants.py) or a
+quick hostile trick (tests/submissions/hostile.py), dealt in turn. The same files are graded
 
   (a) by our command, `python -m mha_grader grade --workers 2` (sandbox, judge, gradebook, feedback);
   (b) by stock serial `nbgrader autograde` on a stock course made from the course as it was at commit
@@ -15,7 +13,7 @@ It prints notebooks per second, the ratio to stock, the Dask overhead per job ag
 (a)'s cost per student, the projected wall time of 1,000 students on 1, 4 and 16 machines of 2 cores.
 The machine may be shared: the load average is printed beside each phase.
 
-    .venv/bin/python bench/bench_class.py [--students 50] [--keep DIR]
+    .venv/bin/python bench/bench_class.py [--students 40] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -35,7 +33,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 from submissions import classroom, kit  # noqa: E402  (the test suite's submission builders)
 
 STOCK_COMMIT = "00cc176"
-NOTEBOOKS = kit.NOTEBOOKS[:4]
 CORES = 2
 
 
@@ -78,7 +75,7 @@ def scores(course: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--students", type=int, default=50)
+    parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-class-"))
@@ -91,9 +88,9 @@ def main() -> None:
 
 
 def run(work: Path, students: int) -> None:
-    print(f"Building the class ({students} students x {len(NOTEBOOKS)} notebooks) in {work} ...", flush=True)
+    print(f"Building the class ({students} students x {len(kit.NOTEBOOKS)} notebooks) in {work} ...", flush=True)
     course = kit.make_course(work / "course")
-    classroom.generate(course, students, NOTEBOOKS)
+    classroom.generate(course, students)
     submissions = sum(1 for _ in (course / "submitted").glob(f"*/{kit.ASSIGNMENT}/*.ipynb"))
     stock = stock_course(work / "stock")
     shutil.copytree(course / "submitted", stock / "submitted")  # the very same files
@@ -157,14 +154,14 @@ def report(submissions: int, students: int, local, stock_run, dask, again: dict,
     rows = [("(a) ours, 2 workers (threads)", local), ("(b) stock nbgrader autograde, serial", stock_run),
             ("(c) ours, Dask scheduler + 2 workers", dask), ("(a2) = (a) again", again["local"]),
             ("(c2) = (c) again", again["dask"])]
-    print(f"\n{submissions} submitted notebooks ({students} students x {len(NOTEBOOKS)}); "
+    print(f"\n{submissions} submitted notebooks ({students} students x {len(kit.NOTEBOOKS)}); "
           f"{os.cpu_count()} cores; load average shown before -> after each phase\n")
     print("| run | wall (s) | grading phase (s) | notebooks/s | vs stock | load |\n|---|---:|---:|---:|---:|---|")
     for name, (wall, load, out) in rows:
         found = re.search(r"Grading took ([\d.]+) s", out)
         print(f"| {name} | {wall:.1f} | {found.group(1) if found else '-'} | {submissions / wall:.2f} | "
               f"{stock_run[0] / wall:.2f}x | {load} |")
-    jobs = students * len(kit.NOTEBOOKS)  # one job per (student, notebook), 05 "not handed in" included
+    jobs = students * len(kit.NOTEBOOKS)  # one job per (student, notebook)
 
     def phase(out: str) -> float:
         return float(re.search(r"Grading took ([\d.]+) s", out).group(1))
@@ -181,13 +178,13 @@ def report(submissions: int, students: int, local, stock_run, dask, again: dict,
           f"{connect(dask[2]):.1f} s once per run left out): {overhead * 1000:+.0f} ms per job, "
           f"{(best_dask / best_local - 1) * 100:+.1f}% (goal < 5%)")
     phase = {"local": best_local, "dask": best_dask}
-    per_student = mean_local * CORES / students  # core-seconds per student (4 notebooks): (a) and (a2)
+    per_student = mean_local * CORES / students  # core-seconds per student (all notebooks): (a) and (a2)
     contended = float(re.search(r"in this process: [\d.]+ s, (\d+) ms per notebook", local[2]).group(1)) / 1000
     record_s = recording_cost(work / "local", work / "record")
     print(f"Measured cost: {per_job:.2f} core-s per submitted notebook, {per_student:.2f} core-s per student.")
     print(f"The coordinating process records a notebook (gradebook, result, feedback, stamp) in {record_s * 1000:.0f} ms "
           f"alone, {contended * 1000:.0f} ms while sharing the 2 cores with the workers in (a).")
-    print(f"\nProjected wall time for 1,000 students ({len(NOTEBOOKS)} notebooks each), machines of {CORES} cores "
+    print(f"\nProjected wall time for 1,000 students ({len(kit.NOTEBOOKS)} notebooks each), machines of {CORES} cores "
           "(Dask beyond one machine, its overhead as measured; never faster than the one recording process, "
           "which is assumed to have a core of its own):")
     print("| machines | workers | projected wall |\n|---:|---:|---:|")

@@ -169,6 +169,10 @@ def _no_outcome(events: dict, report, limits) -> str:
                 "before the test finished.")
     if report.timed_out:
         return "The notebook's time ran out before this test finished."
+    if report.truncated:
+        return (f"Not read: your functions returned more data than the grader reads from one notebook "
+                f"({sandbox.MAX_REPORT >> 20} MB in all, {sandbox.MAX_LINE >> 20} MB per result), so this "
+                "test's result never arrived. Return arrays of the shapes the exercise asks for.")
     return "Your code ended this test before it returned a result."
 
 

@@ -137,3 +137,15 @@ def test_a_malformed_notebook_gets_a_grade_and_a_reason_never_an_exception(how, 
     assert [t["id"] for t in result["tests"]] == [g.id for g in release.grade_cells]
     assert all(t["score"] in (0.0, t["points"]) for t in result["tests"])
     assert all(t["message"] for t in result["tests"] if t["score"] == 0)
+
+
+def test_results_too_large_to_read_are_named_as_such(course, monkeypatch):
+    from mha_checks.hidden import hidden_cases
+    from mha_grader import judging, notebooks, sandbox, secret
+    release = notebooks.load_release(course / "exercises" / "mha")["01_project"]
+    cases = {g.id: hidden_cases(g.id, secret.rng(b"k" * 40, "mha", release.name, g.id)) for g in release.grade_cells}
+    monkeypatch.setattr(sandbox, "MAX_REPORT", 2000)  # the right answer's first results fill it
+    result = judging.grade_notebook(release, kit.filled(course, "01_project"), "", cases)
+    unread = [t for t in result["tests"] if t["score"] == 0]
+    assert unread, result
+    assert all("more data than the grader reads" in t["message"] for t in unread), unread
