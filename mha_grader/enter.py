@@ -15,6 +15,7 @@ start), once that child is in the new root with no capabilities, no new privileg
 Mounts are system calls here, not one `mount` process each: the sandbox costs milliseconds.
 """
 import ctypes
+import errno
 import os
 import resource
 import runpy
@@ -29,8 +30,8 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 
 def _check(result: int, what: str) -> None:
     if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
 def mount(source: str | None, target: str, fstype: str | None = None, flags: int = 0, data: str | None = None):
@@ -76,7 +77,9 @@ def give_up_privileges(root: str, uid: str, limits: dict[str, int]) -> None:
     os.chdir("/")
     for cap in range(64):  # the bounding set, emptied: nothing this process execs can regain one
         if LIBC.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            break  # past the last capability this kernel knows
+            if ctypes.get_errno() == errno.EINVAL:
+                break  # past the last capability this kernel knows
+            _check(-1, f"dropping capability {cap}")
     if uid != "keep":
         os.setgroups([])
         os.setresgid(int(uid), int(uid), int(uid))

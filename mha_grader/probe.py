@@ -39,6 +39,10 @@ ok, why = cannot(lambda: socket.create_connection(("127.0.0.1", JOB["port"]), ti
 report("no network (not even the host's loopback)", ok, why)
 ok, why = cannot(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2).close())
 report("no network (outside)", ok, why)
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+held = {k: status.get(k, "?").strip() for k in ("CapEff", "CapPrm", "CapBnd")}
+report("no capabilities", all(v.strip("0") == "" for v in held.values()), str(held))
+report("no new privileges", status.get("NoNewPrivs", "").strip() == "1", f"NoNewPrivs {status.get('NoNewPrivs')}")
 report("memory limit", resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY)
 report("process limit", resource.getrlimit(resource.RLIMIT_NPROC)[0] != resource.RLIM_INFINITY)
 report("scratch folder writable", cannot(lambda: open("/tmp/.probe", "w").write("x"))[0] is False)
