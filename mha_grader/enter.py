@@ -19,7 +19,6 @@ import errno
 import os
 import resource
 import runpy
-import shutil
 import sys
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
@@ -64,8 +63,9 @@ def build_root(root: str, job: str, prefixes: list[str]) -> None:
     for device in ("null", "zero", "urandom", "random"):
         open(f"{root}/dev/{device}", "w").close()
         mount(f"/dev/{device}", f"{root}/dev/{device}", flags=MS_BIND)
-    if os.path.isfile("/etc/ld.so.cache"):
-        shutil.copy("/etc/ld.so.cache", root + "/etc/")
+    if os.path.isfile("/etc/ld.so.cache"):  # the dynamic linker's index of /usr/lib and /lib
+        with open("/etc/ld.so.cache", "rb") as src, open(root + "/etc/ld.so.cache", "wb") as dst:
+            dst.write(src.read())
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     mount(None, root, flags=MS_REMOUNT | MS_BIND | MS_RDONLY)
     mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
