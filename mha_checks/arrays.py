@@ -4,7 +4,9 @@ The tolerance policy (one for every exercise, stated here and in the messages):
 an answer is right when every element is within ``tol * (|expected| + scale)`` of the float64
 reference, where ``scale`` is the largest |expected| value (at least 1) and
 ``tol = max(1e-5, 32 * eps)`` with ``eps`` the machine epsilon of the answer's dtype
-(1e-5 for float64 and float32 answers, 3.1e-2 for float16). The same test decides pass/fail,
+(1e-5 for float64 and float32 answers, 3.1e-2 for float16). A bfloat16 tensor arrives as
+float16 (NumPy has no bfloat16; float16 holds its values exactly) and is graded as a 16-bit
+float; extended precision (np.longdouble) arrives as float64. The same test decides pass/fail,
 finds the first difference, and matches a known mistake.
 """
 import numpy as np
@@ -17,6 +19,12 @@ def tolerance(dtype) -> float:
     dtype = np.dtype(dtype)
     eps = np.finfo(dtype).eps if np.issubdtype(dtype, np.floating) else np.finfo(np.float64).eps
     return max(1e-5, 32 * float(eps))
+
+
+def half_precision_only(got, want) -> bool:
+    """``got`` (not a 16-bit answer) is right only to float16's tolerance: rounded through 16 bits."""
+    got = np.asarray(got)
+    return got.dtype.itemsize > 2 and all_close(got, want, tolerance(np.float16))
 
 
 def close(got: np.ndarray, want: np.ndarray, tol: float) -> np.ndarray:
@@ -68,7 +76,7 @@ def as_array(value) -> np.ndarray:
     if value is None:
         raise NotAnArray("None")
     if isinstance(value, calling.Other):
-        raise NotAnArray(f"a {value}")
+        raise NotAnArray(with_article(value))
     if isinstance(value, str):
         raise NotAnArray("a string")
     if isinstance(value, tuple) and not _numeric_nest(value):
@@ -86,6 +94,11 @@ def as_array(value) -> np.ndarray:
     if np.issubdtype(a.dtype, np.complexfloating):
         raise NotAnArray("a complex array")
     return np.asarray(a).view(np.ndarray)
+
+
+def with_article(text: str) -> str:
+    """'a generator' for 'generator'; 'an array of ...' stays as it is."""
+    return text if text.startswith(("a ", "an ")) else f"a {text}"
 
 
 def _numeric_nest(value, depth: int = 0) -> bool:

@@ -44,6 +44,8 @@ SWITCHES = [
            "project key with W_k and value with W_v: in cross-attention they differ from query, and T_k != T_q"),
     Switch("v_from_key", "values computed from the key instead of the value",
            "project value (the third argument) with W_v"),
+    Switch("v_with_k_weights", "values projected with the key's weights (W_k, b_k) instead of W_v, b_v",
+           "project value with rows 2d:3d of mha.in_proj_weight and mha.in_proj_bias (W_v, b_v)"),
     Switch("k_from_value", "keys computed from the value instead of the key",
            "project key (the second argument) with W_k"),
     Switch("no_q_bias", "the query bias b_q was left out",
@@ -103,7 +105,7 @@ SWITCHES = [
            "return the softmax of the scores (each row sums to 1), not the scores"),
 ]
 BY_KEY = {s.key: s for s in SWITCHES}
-STAGE_OF = {"k_from_value": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
+STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
             "no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
             "split_no_T": 1, "split_strided": 1, "scale_d_model": 3, "no_scale": 3, "scale_d_k": 3,
             "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
@@ -115,7 +117,7 @@ EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul"},
              {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_zero", "mask_after"},
              {"softmax_queries", "softmax_heads"}, {"merge_no_T", "merge_order", "heads_averaged"},
              {"no_w_o", "no_out_bias", "out_not_T"}, {"kv_from_query", "v_from_key", "k_from_value"},
-             {"no_in_bias", "no_q_bias", "no_v_bias"}, {"in_not_T", "v_not_T"},
+             {"no_in_bias", "no_q_bias", "no_v_bias"}, {"in_not_T", "v_not_T"}, {"v_with_k_weights", "qv_swapped"},
              {"merge_no_T", "merge_order", "heads_averaged", "heads_reversed"},
              {"split_no_T", "split_strided", "no_split"}, {"qk_swapped", "qv_swapped"}]
 
@@ -151,6 +153,8 @@ def projections(inp: Inputs, m=frozenset()):
         value = key
     if "k_from_value" in m:
         key = value
+    if "v_with_k_weights" in m:
+        w_v, b_v = w_k, b_k
 
     def lin(x, w, b):
         return x @ (w if "in_not_T" in m else w.T) + b
@@ -238,7 +242,8 @@ def forward(inp: Inputs, m=frozenset()):
 SCALES = {"sqrt(d_model)": lambda s: math.sqrt(s["d_model"]), "d_k": lambda s: s["d_k"],
           "1 (not scaled)": lambda s: 1.0, "d_model": lambda s: s["d_model"], "sqrt(h)": lambda s: math.sqrt(s["h"]),
           "1/sqrt(d_k) (multiplied instead of divided)": lambda s: 1 / math.sqrt(s["d_k"]),
-          "h": lambda s: s["h"], "sqrt(T_k)": lambda s: math.sqrt(s["T_k"])}
+          "h": lambda s: s["h"], "sqrt(T_q)": lambda s: math.sqrt(s["T_q"]),
+          "sqrt(T_k)": lambda s: math.sqrt(s["T_k"])}
 
 
 def fit_scale_per_head(weights: np.ndarray, inp: Inputs) -> list[float] | None:
@@ -290,10 +295,9 @@ def _fit(weights: np.ndarray, raw: np.ndarray, inp: Inputs) -> float | None:
 
 
 def name_scale(s: float, sizes: dict) -> str | None:
-    for name, value in SCALES.items():
-        if math.isclose(s, value(sizes), rel_tol=2e-3):
-            return name
-    return None
+    """'sqrt(T_q) = sqrt(T_k)': every named factor equal to ``s`` (None when none is)."""
+    names = [name for name, value in SCALES.items() if math.isclose(s, value(sizes), rel_tol=2e-3)]
+    return " = ".join(names) or None
 
 
 def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str, str] | None:
@@ -313,6 +317,10 @@ def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str, 
     if inp.causal and not zero.any():
         s = BY_KEY["no_mask"]
         return s.label, "the weights of keys after the query are not 0", s.fix
+    full = np.ones((t_q, t_k), dtype=bool)
+    shifted = next((k for k in range(1 - t_q, t_k) if k and np.array_equal(zero, ~np.tril(full, k))), None)
+    if inp.causal and shifted is not None:
+        return mask_shift_story(shifted, t_q, t_k)
     if not inp.causal:
         s = BY_KEY["mask_always"]
         return s.label, "some weights are 0 although causal=False", s.fix
@@ -323,8 +331,36 @@ def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str, 
             "hide every key j > i: torch.ones(T_q, T_k).tril() as the allowed positions")
 
 
+def mask_shift_story(k: int, t_q: int, t_k: int) -> tuple[str, str, str]:
+    """(label, what, fix) for a mask that keeps keys 0..i+k (tril(k)) instead of 0..i."""
+    fix = "query i may attend to keys 0..i (the first key aligned with the first query): torch.ones(T_q, T_k).tril()"
+    if k == t_k - t_q:
+        return ("causal mask aligned to the last key (bottom-right) instead of the first",
+                f"query i sees keys 0..i{k:+d} (tril(T_k - T_q), the bottom-right alignment)", fix)
+    if k == 1:
+        return ("mask off by one (each query sees one key too many)",
+                "each query also sees the key right after it (tril(1))", fix)
+    return (f"causal mask shifted (tril({k}) instead of tril())", f"query i sees keys 0..i{k:+d} (tril({k}))", fix)
+
+
+def weights_layout_story(got: np.ndarray, want: np.ndarray, tol: float) -> tuple[str, str] | None:
+    """(label, sentence) when the weights are right but returned transposed or reshaped."""
+    from .arrays import all_close
+    b, h, t_q, t_k = want.shape
+    if all_close(got, want.swapaxes(-1, -2), tol) and (t_q != t_k or not all_close(got, want, tol)):
+        return ("attention weights returned transposed", f"Your weights are right but transposed, (B, h, T_k, T_q) = "
+                f"{tuple(got.shape)}: return weights as the softmax gives them, (B, h, T_q, T_k) (no .transpose).")
+    if got.shape != want.shape and got.size == want.size and all_close(got.reshape(want.shape), want, tol):
+        return ("attention weights reshaped", f"Your weights are right but shaped {tuple(got.shape)}, not (B, h, T_q, "
+                f"T_k) = {tuple(want.shape)} (heads flattened into the batch?): return them as (B, h, T_q, T_k), "
+                "e.g. weights.view(B, h, T_q, T_k).")
+    return None
+
+
 def softmax_axis_story(weights: np.ndarray, tol: float) -> str | None:
     """Which axis the weights sum to 1 over, when it is not the keys'."""
+    if weights.ndim == 4 and np.allclose(weights.sum(axis=(-2, -1)), 1.0, atol=100 * tol):
+        return "the whole (T_q, T_k) matrix of each head at once"
     for axis, text in ((-2, "the queries (dim=-2)"), (1, "the heads (dim=1)"), (0, "the batch (dim=0)")):
         if weights.ndim == 4 and np.allclose(weights.sum(axis=axis), 1.0, atol=100 * tol):
             return text

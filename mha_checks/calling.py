@@ -51,24 +51,38 @@ def encode(value, depth: int = 0):
         return value[:200] if isinstance(value, str) else value
     if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
         try:
-            array = value.detach().cpu().numpy()
-        except (TypeError, RuntimeError):  # bfloat16, complex32, sparse, ...: not an answer we can read
-            return {"$other": f"tensor of dtype {getattr(value, 'dtype', '?')}"}
+            array = _bfloat16_as_float16(value) if str(getattr(value, "dtype", "")) == "torch.bfloat16" \
+                else value.detach().cpu().numpy()
+        except (TypeError, RuntimeError):  # complex32, sparse, ...: not an answer we can read
+            return {"$other": f"a tensor of dtype {getattr(value, 'dtype', '?')}"}
         return {"$tensor": _encode_numeric(array, type(value).__name__)}
+    if isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 1 and len(value) <= 64:
+        value = list(value)  # np.array([w, b], dtype=object): a sequence of its items, like a list
     if isinstance(value, np.ndarray | np.generic):
         return _encode_numeric(np.asarray(value), type(value).__name__)
     if isinstance(value, tuple | list) and len(value) <= 64:
         items = [encode(v, depth + 1) for v in value]
         return {"$tuple": items} if isinstance(value, tuple) else items
-    return {"$other": type(value).__name__}
+    return {"$other": f"a {type(value).__name__}"}
 
 
 def _encode_numeric(a: np.ndarray, name: str):
     if a.size > MAX_ELEMENTS:
         return {"$other": f"an array of {a.size} elements (more than {MAX_ELEMENTS})"}
+    if a.dtype.kind == "f" and a.dtype.itemsize > 8:  # longdouble (float128): more precise than float64
+        a = a.astype(np.float64)
     if a.dtype.name not in DTYPES:
-        return {"$other": f"{name} of dtype {a.dtype}"}
+        return {"$other": f"{'a NumPy array' if name == 'ndarray' else 'a ' + name} of dtype {a.dtype}"}
     return encode_array(a)
+
+
+def _bfloat16_as_float16(tensor) -> np.ndarray:
+    """A bfloat16 tensor (NumPy has no bfloat16) as float16, which holds its values exactly in
+    float16's range (|v| < 65504, down to 6e-5): graded as the 16-bit float it is. Beyond that
+    range, float32."""
+    a = tensor.detach().cpu().float().numpy()
+    finite = np.abs(a[np.isfinite(a)])
+    return a.astype(np.float16) if finite.max(initial=0.0) < 65504 else a
 
 
 def decode(value):

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import arrange, arrays, attention, variants
+from . import arrange, arrays, attention, calling, variants
 from .arrays import NotAnArray, dims
 from .cases import MhaWeights
 from .judge import Fail, sizes_note
@@ -43,7 +43,7 @@ def read_array(value, call: str, what: str = "the result") -> np.ndarray:
                     else f"{call}: {what} is None; expected an array.")
             raise Fail(text, "returns None") from None
         if "dtype" in str(err):
-            raise Fail(f"{call}: {what} is a {err}, which cannot be checked: return float16, float32 or float64 "
+            raise Fail(f"{call}: {what} is {err}, which cannot be checked: return float16, float32 or float64 "
                        "values.", "unreadable dtype") from None
         raise Fail(f"{call}: {what} is {err}; expected one array (NumPy or torch).", "not an array") from None
 
@@ -55,7 +55,8 @@ def read_pair(value, call: str, names: str) -> tuple:
         raise Fail(f"{call} returned None: is a `return` missing? It should return a pair ({names}).",
                    "returns None")
     what = f"a {type(value).__name__} of {len(value)}" if isinstance(value, tuple | list) else \
-        "one array" if isinstance(value, np.ndarray) else f"a {type(value).__name__}"
+        "one array" if isinstance(value, np.ndarray) else arrays.with_article(str(value)) \
+        if isinstance(value, calling.Other) else f"a {type(value).__name__}"
     raise Fail(f"{call} returned {what}; expected a pair ({names}): return {names.replace(', ', ', ')}.",
                "not a pair")
 
@@ -101,13 +102,20 @@ def compare(call: str, got: np.ndarray, want: np.ndarray, axes: str, what: str, 
         return
     if np.isnan(got).any() and not np.isnan(want).any():
         found = explain(got)
-        raise Fail(f"{call}: {what} contains NaN. A softmax over a row whose scores are all -inf gives NaN: "
+        raise Fail(f"{call}: NaN in {what}. A softmax over a row whose scores are all -inf gives NaN: "
                    "does a mask hide every key from some query?" + (" " + found[1] if found else ""),
                    found[0] if found else "NaN in the result")
     found = explain(got)
+    if (found is None or found[0] in VAGUE) and arrays.half_precision_only(got, want):
+        found = ("precision lost (16-bit arithmetic inside)", f"Your values are right to about 3 digits only, as if "
+                 f"computed in float16 (or bfloat16) and converted back to {got.dtype}, which is held to 1e-5: "
+                 "compute in float32 or float64, or return the 16-bit result as it is.")
     where = arrays.first_difference(got, want, tol)
     label, text = found or ("wrong values", "Check each step against the worked example." + sizes_note(sizes))
     raise Fail(f"{call}: wrong values in {what} ({where}). {text}", label)
+
+
+VAGUE = {"not a linear map of x", "departs before the softmax", "departs at the softmax", "departs after the softmax"}
 
 
 def error_fail(call: str, case, error: dict) -> None:
@@ -181,6 +189,9 @@ def error_hint(case, message: str, sizes: dict):
         return (f"wrong keyword argument {keyword.group(1)}=", f"The function you call has no argument named "
                 f"{keyword.group(1)}= (NumPy's transpose takes axes=, torch's transpose two dims, TensorFlow's "
                 "takes perm=): check its signature.")
+    if case.function == "split_heads" and "equal division" in message:
+        return named((variants.Switch("", *variants.SPLIT_ALONG_TIME),), f"Here T = {sizes['T']} cannot be cut into "
+                     f"h = {sizes['h']} equal parts. ")
     if case.function in ("project", "output_projection") and np.ndim(case.args[0]) == 2:
         return ("fails on unbatched input", "This x is unbatched, (T, d_in): write the projection for any "
                 "leading axes (x @ w works for (T, d_in) and (B, T, d_in) alike).")
@@ -222,7 +233,7 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
     """Explain ``got`` as x @ M + c, compared with w and b (when enough rows make M unique)."""
     d_in, d_out = w.shape
     X, Y = x.reshape(-1, d_in), got.reshape(-1, d_out)
-    if X.shape[0] < d_in + 2:
+    if X.shape[0] < d_in + 2 or arrays.half_precision_only(got, variants.linear(x, w, b)):  # rounding, not a map
         return None
     A = np.hstack([X, np.ones((X.shape[0], 1))])
     if np.linalg.matrix_rank(A) < d_in + 1:  # M and c are not determined by these inputs
@@ -351,6 +362,8 @@ def _check_split(case, result, call):
         if found is None:
             return None
         if found.plain:
+            if g.shape == (sizes["B"], sizes["h"], sizes["T"] // sizes["h"], x.shape[-1]):
+                return named((variants.Switch("", *variants.SPLIT_ALONG_TIME),))
             if g.shape == want.shape:
                 label, fix = variants.SPLIT_NAMES["plain"]
                 return named((variants.Switch("", label, fix),), "Your result keeps x's elements in their "
@@ -501,11 +514,16 @@ def _find_pair(got_out, got_w, inp, tol):
 
 def localise(got_out, got_w, inp, tol, want_out, want_w):
     """(label, sentence): where the answer first departs from the reference, when no variant explains it."""
-    if got_w.shape != want_w.shape:
-        return None
+    layout = attention.weights_layout_story(got_w, want_w, tol)
+    if layout or got_w.shape != want_w.shape:
+        return layout
     s = inp.sizes
     if not arrays.all_close(got_w, want_w, tol):
         if np.isnan(got_w).any():
+            story = inp.causal and attention.mask_story(np.nan_to_num(got_w, nan=0.0), inp, tol)
+            if story:  # the mask hides every key from some queries: their rows are NaN
+                label, what, fix = story
+                return label, f"The weights depart at the mask: {what}, so some rows hide every key; {fix}."
             return ("NaN in the weights", "NaN appears in the weights: a row whose scores are all -inf, or an "
                     "inf - inf, gives NaN.")
         rows_ok = np.allclose(got_w.sum(-1), 1.0, atol=100 * tol) and (got_w >= -tol).all()
@@ -606,6 +624,9 @@ def weight_properties(call, w, inp, tol):
 
 def _weight_problem(w, inp, tol):
     """(what is wrong, label, why) or None."""
+    layout = attention.weights_layout_story(w, attention.forward(inp)[1], tol)
+    if layout:
+        return ("the attention weights are not laid out as (B, h, T_q, T_k).", *layout)
     if np.isnan(w).any():
         return ("the attention weights contain NaN.", "NaN in the weights",
                 "A softmax over a row whose scores are all -inf gives NaN: does your mask hide every key from "

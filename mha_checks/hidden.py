@@ -114,6 +114,8 @@ def mha_case(rng, cross: bool, causal: bool, check: str = "values") -> Case:
         t_k = t_q
     if h == d_k * d_k:  # sqrt(h) would equal sqrt(d_k)**2 = d_k: a wrong scale could not be told apart
         return mha_case(rng, cross, causal, check)
+    if cross and abs(t_q - t_k) < 2:  # a mask aligned to the last key would equal tril(1) or tril(-1)
+        return mha_case(rng, cross, causal, check)
     d = h * d_k
     query = calling.Tensor(rng.normal(size=(b, t_q, d)))
     if cross:

@@ -40,6 +40,9 @@ def linear_switches(w: str, b: str, product: str, layout: str = "(d_in, d_out)")
         Switch("bias_twice", "the bias added twice", f"add {b} once: x @ {w} + {b}"),
         Switch("bias_minus", "the bias subtracted", f"add {b}: x @ {w} + {b}"),
         Switch("x_T", "x used transposed", "multiply x itself, (..., d_in), by w: x @ w"),
+        Switch("x_T_all", "x.T on a batched x (.T reverses all three axes, not the last two)",
+               f"x @ {w} works for (T, d_in) and (B, T, d_in) alike; x.swapaxes(-1, -2) transposes only the last two "
+               "axes"),
     ]
 
 
@@ -48,7 +51,7 @@ def linear(x, w, b=None, m=frozenset()):
     x_ = np.swapaxes(x, -1, -2) if "x_T" in m else x
     if "bias_first" in m and b is not None:
         x_ = x_ + b
-    out = x_ * w_ if "elementwise" in m else x_ @ w_
+    out = x_ * w_ if "elementwise" in m else (w_.T @ x_.T).T if "x_T_all" in m else x_ @ w_
     if b is None or {"no_bias", "bias_first"} & m:
         return out
     return out - b if "bias_minus" in m else out + (2 * b if "bias_twice" in m else b)
@@ -106,6 +109,9 @@ SPLIT_NAMES = {  # (arrangement order, transpose) -> (label, fix)
         "after reshaping to (B, T, h, d_k), swap only axes 1 and 2: (B, h, T, d_k)"),
 }
 SPLIT_FIX = "reshape to (B, T, h, d_k), then swap axes 1 and 2: x.reshape(B, T, h, d_k).transpose(0, 2, 1, 3)"
+SPLIT_ALONG_TIME = ("split along time instead of features",
+                    "the heads cut the feature axis (the last): np.split(x, num_heads, axis=-1), or reshape to "
+                    "(B, T, h, d_k) and swap axes 1 and 2")
 B_T_MIXED = ("B and T mixed up in the reshape",
              "the input is batch-first, (B, T, d): reshape to (B, T, h, d_k) in that order")
 

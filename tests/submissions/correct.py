@@ -1,10 +1,13 @@
 """Right answers in many styles: each must get full marks, hidden and visible.
 
-Styles: einsum, loops, np.split/np.stack, float32 and float16 arithmetic, lists instead of
-tuples, views returned as they are, torch inside the NumPy exercises, NumPy inside exercise 5,
-additive masks, -1e9 instead of -inf, masking after the softmax followed by renormalising,
-a helper of the student's own called scaled_dot_product_attention, and public code adapted
-to the exercise's signature (``source``).
+Styles: einsum, loops, tensordot, matmul with explicit broadcasting, np.split/np.stack, a
+Fortran-order reshape, float32, float16, bfloat16 and longdouble arithmetic, lists instead of
+tuples, a NumPy object array as the pair, views returned as they are, torch inside the NumPy
+exercises, NumPy inside exercise 5, additive masks, -1e9 instead of -inf, masking after the
+softmax followed by renormalising, softmax via logsumexp, in-place ops on copies, torch.no_grad,
+heads in a loop over per-head weight slices, sequence-first inside, a helper of the student's
+own called scaled_dot_product_attention, and public code adapted to the exercise's signature
+(``source``).
 """
 from dataclasses import dataclass
 
@@ -177,4 +180,139 @@ CORRECT = [
               "    return F.linear(x, mha.out_proj.weight, mha.out_proj.bias), attn\n",
             source="Neerabhy/Text_summarization:Multi_Head_Attention.py (the Annotated Transformer's attention, "
                    "adapted to mha's weights)"),
+    # --- a fresh class (issue re-audit): more styles ------------------------------------------------
+    Correct("c29_project_matmul_broadcast", P, "project",
+            "def project(x, w, b=None):\n"
+            "    w_b = np.broadcast_to(w, x.shape[:-2] + w.shape)   # (..., d_in, d_out): one copy per batch\n"
+            "    out = np.matmul(x, w_b)\n    return out if b is None else np.add(out, b)\n"),
+    Correct("c30_project_tensordot", P, "project",
+            "def project(x, w, b=None):\n    out = np.tensordot(x, w, axes=([-1], [0]))\n"
+            "    if b is not None:\n        out += b  # in place on the new array, not on x\n    return out\n"),
+    Correct("c31_project_longdouble", P, "project",
+            "def project(x, w, b=None):\n    out = x.astype(np.longdouble) @ w.astype(np.longdouble)\n"
+            "    return out if b is None else out + b\n"),
+    Correct("c32_project_bfloat16_torch", P, "project",
+            "import torch\n\ndef project(x, w, b=None):\n    with torch.no_grad():\n"
+            "        out = torch.as_tensor(x).bfloat16() @ torch.as_tensor(w).bfloat16()\n"
+            "        return out if b is None else out + torch.as_tensor(b).bfloat16()\n"),
+    Correct("c33_fuse_column_stack_object_pair", P, "fuse_heads",
+            "def fuse_heads(w_heads, b_heads=None):\n"
+            "    b = None if b_heads is None else np.hstack(b_heads)\n"
+            "    pair = np.empty(2, dtype=object)\n    pair[0], pair[1] = np.column_stack(w_heads), b\n"
+            "    return pair\n"),
+    Correct("c34_fuse_stack_reshape_list_bias", P, "fuse_heads",
+            "def fuse_heads(w_heads, b_heads=None):\n    d, d_k = w_heads[0].shape\n"
+            "    w = np.stack(w_heads, axis=1).reshape(d, -1)  # (d, h, d_k) -> (d, h*d_k)\n"
+            "    b = None if b_heads is None else [float(v) for b_i in b_heads for v in b_i]\n"
+            "    return (w, b)\n"),
+    Correct("c35_split_fortran_order", S, "split_heads",
+            "def split_heads(x, num_heads):\n    b, t, d = x.shape\n"
+            "    # x.T is (d, T, B); in Fortran order feature j = k + d_k*i, so (d_k, h, T, B) is right\n"
+            "    return x.T.reshape(d // num_heads, num_heads, t, b, order='F').transpose(3, 1, 2, 0)\n"),
+    Correct("c36_split_torch_chunk_stack", S, "split_heads",
+            "import torch\n\ndef split_heads(x, num_heads):\n"
+            "    return torch.stack(torch.as_tensor(x).chunk(num_heads, dim=-1), dim=1)  # (B, h, T, d_k)\n"),
+    Correct("c37_split_loop_preallocated_float32", S, "split_heads",
+            "def split_heads(x, num_heads):\n    b, t, d = x.shape\n    d_k = d // num_heads\n"
+            "    out = np.empty((b, num_heads, t, d_k), dtype=np.float32)\n"
+            "    for i in range(num_heads):\n        out[:, i] = x[:, :, i * d_k:(i + 1) * d_k]\n    return out\n"),
+    Correct("c38_merge_einsum_float16", M, "merge_heads",
+            "def merge_heads(x):\n    b, h, t, d_v = x.shape\n"
+            "    return np.einsum('bhtd->bthd', x).reshape(b, t, h * d_v).astype(np.float16)\n"),
+    Correct("c39_merge_torch_permute_flatten", M, "merge_heads",
+            "import torch\n\ndef merge_heads(x):\n    return torch.from_numpy(x).permute(0, 2, 1, 3).flatten(-2)\n"),
+    Correct("c40_merge_swapaxes", M, "merge_heads",
+            "def merge_heads(x):\n    y = x.swapaxes(1, 2)                     # (B, T, h, d_v), a view\n"
+            "    return y.reshape(y.shape[:2] + (-1,))    # (B, T, h*d_v)\n"),
+    Correct("c41_out_tensordot_torch", O, "output_projection",
+            "import torch\n\ndef output_projection(x, w_o, b_o=None):\n"
+            "    out = torch.tensordot(torch.as_tensor(x), torch.as_tensor(w_o), dims=1)\n"
+            "    return out if b_o is None else out + torch.as_tensor(b_o)\n"),
+    Correct("c42_per_head_broadcast_matmul", O, "output_projection_per_head",
+            "def output_projection_per_head(heads, w_o, b_o=None):\n    b, h, t, d_v = heads.shape\n"
+            "    w = w_o.reshape(h, d_v, -1)[None]          # (1, h, d_v, d_model)\n"
+            "    out = np.matmul(heads, w).sum(axis=1)       # (B, h, T, d_model) -> (B, T, d_model)\n"
+            "    return out if b_o is None else out + b_o\n"),
+    Correct("c43_per_head_tensordot", O, "output_projection_per_head",
+            "def output_projection_per_head(heads, w_o, b_o=None):\n    h, d_v = heads.shape[1], heads.shape[3]\n"
+            "    out = np.tensordot(heads, w_o.reshape(h, d_v, -1), axes=([1, 3], [0, 1]))  # (B, T, d_model)\n"
+            "    return out if b_o is None else out + b_o\n"),
+    Correct("c44_mha_logsumexp_arange_mask", A, MHA, _HEAD + _PROJ
+            + "    def split(x, w, b):\n        return torch.einsum('btd,ed->bte', x, w).add(b).unflatten(-1, (h, d_k))"
+              ".transpose(1, 2)\n"
+              "    q, k, v = split(query, w_q, b_q), split(key, w_k, b_k), split(value, w_v, b_v)\n"
+              "    scores = torch.einsum('bhqd,bhkd->bhqk', q, k) * d_k ** -0.5\n"
+              "    if causal:\n"
+              "        later = torch.arange(k.shape[2])[None, :] > torch.arange(q.shape[2])[:, None]\n"
+              "        scores = scores.masked_fill(later, -math.inf)\n"
+              "    weights = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True))\n"
+              "    concat = torch.einsum('bhqk,bhkd->bqhd', weights, v).reshape(query.shape)\n"
+              "    return F.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
+    Correct("c45_mha_no_grad_addmm_inplace_copies", A, MHA, _HEAD
+            + "    with torch.no_grad():\n        h = mha.num_heads\n        B, T_q, d = query.shape\n        d_k = d // h\n"
+              "        W, b = mha.in_proj_weight, mha.in_proj_bias\n"
+              "        def split(x, i):\n"
+              "            y = torch.addmm(b[i * d:(i + 1) * d], x.reshape(-1, d), W[i * d:(i + 1) * d].t())\n"
+              "            return y.view(B, -1, h, d_k).permute(0, 2, 1, 3)\n"
+              "        q, k, v = split(query, 0), split(key, 1), split(value, 2)\n"
+              "        q = q.clone()\n        q /= math.sqrt(d_k)          # in place on a copy\n"
+              "        scores = q @ k.transpose(-1, -2)\n"
+              "        if causal:\n"
+              "            scores.masked_fill_(torch.ones(T_q, k.shape[2], dtype=torch.bool).triu(1), float('-inf'))\n"
+              "        scores -= scores.amax(-1, keepdim=True)\n        weights = scores.exp_()\n"
+              "        weights /= weights.sum(-1, keepdim=True)\n"
+              "        out = (weights @ v).permute(0, 2, 1, 3).reshape(B, T_q, d)\n"
+              "        out = out @ mha.out_proj.weight.T\n        out += mha.out_proj.bias\n"
+              "    return out, weights\n"),
+    Correct("c46_mha_per_head_weight_slices", A, MHA, _HEAD + _PROJ
+            + "    outs, weights = [], []\n"
+              "    for i in range(h):\n        r = slice(i * d_k, (i + 1) * d_k)   # head i's rows of each W\n"
+              "        q_i = query @ w_q[r].T + b_q[r]\n        k_i = key @ w_k[r].T + b_k[r]\n"
+              "        v_i = value @ w_v[r].T + b_v[r]\n"
+              "        s = torch.bmm(q_i, k_i.transpose(1, 2)) / math.sqrt(d_k)\n"
+              "        if causal:\n            s = s + torch.triu(torch.full(s.shape[-2:], float('-inf')), diagonal=1)\n"
+              "        w_i = torch.softmax(s, dim=2)\n        outs.append(torch.bmm(w_i, v_i))\n        weights.append(w_i)\n"
+              "    concat = torch.cat(outs, dim=2)\n"
+              "    return torch.addmm(mha.out_proj.bias, concat.flatten(0, 1), mha.out_proj.weight.T)"
+              ".view(query.shape), torch.stack(weights, dim=1)\n"),
+    Correct("c47_mha_sequence_first_inside", A, MHA, _HEAD + _PROJ
+            + "    q_, k_, v_ = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)   # (T, B, d)\n"
+              "    T_q, B, T_k = q_.shape[0], q_.shape[1], k_.shape[0]\n"
+              "    q = F.linear(q_, w_q, b_q).reshape(T_q, B * h, d_k).transpose(0, 1)   # (B*h, T_q, d_k)\n"
+              "    k = F.linear(k_, w_k, b_k).reshape(T_k, B * h, d_k).transpose(0, 1)\n"
+              "    v = F.linear(v_, w_v, b_v).reshape(T_k, B * h, d_k).transpose(0, 1)\n"
+              "    scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(d_k)             # (B*h, T_q, T_k)\n"
+              "    if causal:\n        scores = scores.masked_fill(torch.ones(T_q, T_k).triu(1).bool(), float('-inf'))\n"
+              "    weights = F.softmax(scores, dim=-1)\n"
+              "    out = torch.bmm(weights, v).transpose(0, 1).reshape(T_q, B, d_model)   # (T_q, B, d_model)\n"
+              "    out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias).transpose(0, 1)\n"
+              "    return out, weights.view(B, h, T_q, T_k)\n"),
+    Correct("c48_mha_float16", A, MHA, _HEAD + _PROJ
+            + "    f = lambda t: t.half()\n"
+              "    split = lambda x, w, b: F.linear(f(x), f(w), f(b)).view(x.shape[0], -1, h, d_k).transpose(1, 2)\n"
+              "    q, k, v = split(query, w_q, b_q), split(key, w_k, b_k), split(value, w_v, b_v)\n"
+              "    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)\n"
+              "    if causal:\n        scores = scores.masked_fill(torch.ones(scores.shape[-2:]).triu(1).bool(), float('-inf'))\n"
+              "    weights = scores.float().softmax(-1).half()\n"
+              "    concat = (weights @ v).transpose(1, 2).flatten(2)\n"
+              "    return F.linear(concat, f(mha.out_proj.weight), f(mha.out_proj.bias)), weights\n"),
+    Correct("c49_mha_bfloat16", A, MHA, _HEAD + _PROJ
+            + "    f = lambda t: t.bfloat16()\n"
+              "    split = lambda x, w, b: F.linear(f(x), f(w), f(b)).view(x.shape[0], -1, h, d_k).transpose(1, 2)\n"
+              "    q, k, v = split(query, w_q, b_q), split(key, w_k, b_k), split(value, w_v, b_v)\n"
+              "    scores = (q @ k.transpose(-2, -1)).float() / math.sqrt(d_k)\n"
+              "    if causal:\n        scores = scores.masked_fill(torch.ones(scores.shape[-2:]).triu(1).bool(), float('-inf'))\n"
+              "    weights = scores.softmax(-1).bfloat16()\n"
+              "    concat = (weights @ v).transpose(1, 2).flatten(2)\n"
+              "    return F.linear(concat, f(mha.out_proj.weight), f(mha.out_proj.bias)), weights\n"),
+    Correct("c50_mha_numpy_object_pair", A, MHA, _HEAD + _PROJ
+            + "    split = lambda x, w, b: F.linear(x, w, b).view(x.shape[0], -1, h, d_k).transpose(1, 2)\n"
+              "    q, k, v = split(query, w_q, b_q), split(key, w_k, b_k), split(value, w_v, b_v)\n"
+              "    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)\n"
+              "    if causal:\n        scores = scores + torch.zeros(scores.shape[-2:]).masked_fill(\n"
+              "            torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), float('-inf'))\n"
+              "    weights = scores.softmax(-1)\n"
+              "    out = F.linear((weights @ v).transpose(1, 2).flatten(2), mha.out_proj.weight, mha.out_proj.bias)\n"
+              "    import numpy as np\n    pair = np.empty(2, dtype=object)\n    pair[0], pair[1] = out.detach().numpy(), weights.detach().numpy()\n"
+              "    return pair\n"),
 ]
