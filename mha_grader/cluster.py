@@ -85,6 +85,12 @@ def dask_setup(server) -> None:
                                             "refuse every job: %s", "; ".join(problems))
 
 
+def dask_teardown(server) -> None:
+    """Called by Dask as a worker closes: its sandbox fork server ends with it, after its last job
+    (a worker process ends without running atexit handlers)."""
+    sandbox.SERVER.stop()
+
+
 def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
     """run.grade_job on a worker, after checking once per worker process that its sandbox isolates.
 

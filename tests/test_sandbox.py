@@ -257,3 +257,22 @@ def test_the_unsafe_mode_runs_the_same_job_and_leaves_the_host_alone():
     report = sandbox.run(job("def probe():\n    return 42\n", tests=2), unsafe=True)
     assert [calling.decode(o["result"]) for o in outcomes(report).values()] == [42, 42]
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_no_descriptor_but_the_report_channel_enters_the_sandbox():
+    """Above all not the fork server's socket, through which a job could ask for another sandbox."""
+    report = sandbox.run(job("""
+        import os
+        def probe():
+            held = []
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    held.append(os.readlink(f"/proc/self/fd/{fd}"))
+                except FileNotFoundError:
+                    pass  # the descriptor listdir itself used, closed by now
+            return sorted(held)
+    """))
+    held = result(report)
+    assert not [link for link in held if link.startswith("socket:")], held
+    assert sum(link.startswith("pipe:") for link in held) == 1, held  # the report channel
+    assert all(link.startswith(("pipe:", "/dev/null")) for link in held), held
