@@ -6,9 +6,11 @@ For each exercise notebook, solved with the reference answer:
 * floor: the least any grader can spend: a fresh interpreter importing what the notebook needs
   (numpy; numpy + torch for 05) plus the test work itself (the student's cells, every hidden
   case called and judged), measured in this process;
-* sandboxed: what `python -m mha_grader grade` spends on it (judging.grade_notebook: the sandbox,
-  the harness, the judge outside);
-* no sandbox: the same without isolation (--unsafe-no-sandbox), to show what isolation costs;
+* sandboxed: what `python -m mha_grader grade` spends on it (judging.grade_notebook: a sandbox
+  forked from the warm fork server, the harness, the judge outside). The server's start and its
+  torch import, paid once per grading run (per Dask worker), are measured apart and printed;
+* no sandbox: the same program started as a fresh interpreter with no isolation at all
+  (--unsafe-no-sandbox): what a notebook costs without the fork server;
 * stock: what plain `nbgrader autograde` spends on the same notebook inside one batch (from its
   timestamped log), on the course as it was before the grader (bench/stock.py).
 
@@ -31,7 +33,7 @@ from submissions import kit  # noqa: E402
 
 from mha_checks import calling, judge  # noqa: E402
 from mha_checks.hidden import hidden_cases  # noqa: E402
-from mha_grader import judging, notebooks, secret  # noqa: E402
+from mha_grader import judging, notebooks, sandbox, secret  # noqa: E402
 
 KEY = b"0123456789abcdef" * 4
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\|(.*)$")
@@ -61,6 +63,18 @@ def test_work(release, nb: dict, cases: dict) -> float:
     return time.perf_counter() - start
 
 
+def one_off_costs() -> dict[str, float]:
+    """Seconds of the first sandboxed job (the fork server starts) and of the first torch job (it
+    imports torch), each beyond what the same job costs once the server is warm."""
+    def job(torch: bool) -> float:
+        start = time.perf_counter()
+        sandbox.run({"torch": torch, "cells": [], "tests": []})
+        return time.perf_counter() - start
+    first, warm = job(False), job(False)
+    first_torch, warm_torch = job(True), job(True)
+    return {"server": first - warm, "torch": first_torch - warm_torch}
+
+
 def stock_batch(course: Path) -> dict[str, float]:
     """One stock autograde batch, one student per notebook: {notebook: seconds in the batch}."""
     for n in kit.NOTEBOOKS:
@@ -83,6 +97,7 @@ def main() -> None:
         course = kit.make_course(Path(tmp) / "course")
         stock_course = stock.make_stock_course(Path(tmp) / "stock")
         releases = notebooks.load_release(course / "exercises" / "mha")
+        once = one_off_costs()
         for _ in range(args.repeat):
             for n in kit.NOTEBOOKS:
                 release, nb = releases[n], kit.filled(course, n)
@@ -103,6 +118,8 @@ def main() -> None:
     for n, r in rows.items():
         f, s, u, k = (med(r[key]) for key in ("floor", "sandboxed", "no sandbox", "stock"))
         print(f"| {n} | {f:.2f} | {s:.2f} | {u:.2f} | {k:.2f} | {s / f:.2f} | {k / s:.2f} |")
+    print(f"\nOnce per grading run: the fork server starts in {once['server']:.2f} s; it imports torch "
+          f"(for the first exercise-5 notebook) in {once['torch']:.2f} s.")
 
 
 if __name__ == "__main__":

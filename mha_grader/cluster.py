@@ -88,7 +88,7 @@ def dask_setup(server) -> None:
 def dask_teardown(server) -> None:
     """Called by Dask as a worker closes: its sandbox fork server ends with it, after its last job
     (a worker process ends without running atexit handlers)."""
-    sandbox.SERVER.stop()
+    sandbox.stop_servers()
 
 
 def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:

@@ -1,8 +1,8 @@
 """The sandbox's fork server: one warm interpreter, owned by the grader, that starts every sandbox.
 
-sandbox.py starts it once per grading process (``python -I forkserver.py FD``, FD a SOCK_SEQPACKET
-socket), with numpy and the wire format already imported, and torch too after the first job that
-needs it. For each job it receives a request (JSON) with three descriptors (the job's connection,
+sandbox.py starts it once per grading process (``python -I forkserver.py FD [torch]``, FD a
+SOCK_SEQPACKET socket), with numpy and the wire format already imported, and torch too in the
+server for the jobs that need it. For each job it receives a request (JSON) with three descriptors (the job's connection,
 the report channel's write end, the job's stderr file) and forks:
 
   manager   (the grader's user, outside)  new mount, PID, network, IPC and UTS namespaces; waits
@@ -208,9 +208,6 @@ def serve(control: socket.socket) -> None:
         if not message:
             break
         request = json.loads(message)
-        if request.get("torch") and "torch" not in sys.modules:
-            import torch  # once, here: every later job inherits it already imported
-            torch.set_num_threads(1)
         if len(fds) == 3 and os.fork() == 0:
             _exit_with(lambda: manage(request, *fds))
         for fd in fds:
@@ -234,4 +231,7 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mha_checks"))
     import calling  # noqa: F401, E402 - warm: the harness's `import calling` finds it loaded (numpy with it)
     sys.path.pop(0)
+    if sys.argv[2:] == ["torch"]:  # a server of its own: forking a process that holds torch costs 10x more
+        import torch
+        torch.set_num_threads(1)
     serve(socket.socket(fileno=int(sys.argv[1])))

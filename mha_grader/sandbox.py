@@ -108,24 +108,24 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
                 slot, lock = _slot()
                 with lock:
                     request = {"root": str(mount_point), "job": str(job_dir), "prefixes": python_prefixes(),
-                               "program": f"/job/{program}", "torch": bool(job.get("torch")),
+                               "program": f"/job/{program}",
                                "uid": None if os.geteuid() != 0 else UID_BASE + slot,
                                "limits": {"RLIMIT_AS": limits.memory, "RLIMIT_NPROC": limits.processes,
                                           "RLIMIT_FSIZE": limits.file_size, "RLIMIT_CORE": 0}}
-                    report = _run_sandboxed(request, limits, errors)
+                    report = _run_sandboxed(SERVERS[bool(job.get("torch"))], request, limits, errors)
             errors.seek(0)
             report.stderr = errors.read(4096).decode(errors="replace")
         return report
 
 
-def _run_sandboxed(request: dict, limits: Limits, errors) -> Report:
+def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors) -> Report:
     """The job through the fork server; its exit status comes back on a connection of its own,
     whose closing (here, on a timeout or when the grader dies) kills the job."""
     read_end, write_end = os.pipe()
     ours, theirs = socket.socketpair()
     with ours:
         try:
-            SERVER.send(request, [theirs.fileno(), write_end, errors.fileno()])
+            server.send(request, [theirs.fileno(), write_end, errors.fileno()])
         finally:
             os.close(write_end)
             theirs.close()
@@ -188,9 +188,10 @@ def _collect(read_end: int, timeout: float) -> Report:
 
 class _ForkServer:
     """forkserver.py, started on first use by a thread that lives as long as it does (the server's
-    parent-death signal follows the thread that started it); one per grading process, stopped at exit."""
+    parent-death signal follows the thread that started it); stopped at exit."""
 
-    def __init__(self):
+    def __init__(self, *modules: str):
+        self.modules = list(modules)  # what it imports beyond numpy
         self.lock = threading.Lock()
         self.control: socket.socket | None = None
         self.proc: subprocess.Popen | None = None
@@ -226,7 +227,7 @@ class _ForkServer:
 
         def keep():
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()), *self.modules], pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=ENV, start_new_session=True,
                 preexec_fn=_die_with_parent)
             theirs.close()
@@ -238,8 +239,13 @@ class _ForkServer:
         self.control, self.owner = ours, os.getpid()
 
 
-SERVER = _ForkServer()
-atexit.register(SERVER.stop)
+SERVERS = {False: _ForkServer(), True: _ForkServer("torch")}  # by "does the job need torch?"
+
+
+@atexit.register
+def stop_servers() -> None:
+    for server in SERVERS.values():
+        server.stop()
 
 
 def _die_with_parent() -> None:
