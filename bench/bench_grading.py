@@ -7,8 +7,8 @@ For each exercise notebook, solved with the reference answer:
   (numpy; numpy + torch for 05) plus the test work itself (the student's cells, every hidden
   case called and judged), measured in this process;
 * sandboxed: what `python -m mha_grader grade` spends on it (judging.grade_notebook: a sandbox
-  forked from the warm fork server, the harness, the judge outside). The server's start and its
-  torch import, paid once per grading run (per Dask worker), are measured apart and printed;
+  forked from a warm fork server, the harness, the judge outside). The servers' start (one with
+  numpy, one with torch too), paid once per grading run (per Dask worker), is measured apart;
 * no sandbox: the same program started as a fresh interpreter with no isolation at all
   (--unsafe-no-sandbox): what a notebook costs without the fork server;
 * stock: what plain `nbgrader autograde` spends on the same notebook inside one batch (from its
@@ -64,8 +64,8 @@ def test_work(release, nb: dict, cases: dict) -> float:
 
 
 def one_off_costs() -> dict[str, float]:
-    """Seconds of the first sandboxed job (the fork server starts) and of the first torch job (it
-    imports torch), each beyond what the same job costs once the server is warm."""
+    """Seconds the first NumPy job and the first torch job spend starting their fork server: each
+    beyond what the same job costs once its server is warm."""
     def job(torch: bool) -> float:
         start = time.perf_counter()
         sandbox.run({"torch": torch, "cells": [], "tests": []})
@@ -118,7 +118,7 @@ def main() -> None:
     for n, r in rows.items():
         f, s, u, k = (med(r[key]) for key in ("floor", "sandboxed", "no sandbox", "stock"))
         print(f"| {n} | {f:.2f} | {s:.2f} | {u:.2f} | {k:.2f} | {s / f:.2f} | {k / s:.2f} |")
-    print(f"\nOnce per grading run: the fork server starts in {once['server']:.2f} s; it imports torch "
+    print(f"\nOnce per grading run: the NumPy fork server starts in {once['server']:.2f} s, the torch one "
           f"(for the first exercise-5 notebook) in {once['torch']:.2f} s.")
 
 
