@@ -245,7 +245,10 @@ SERVERS = {False: _ForkServer(), True: _ForkServer("torch")}  # by "does the job
 @atexit.register
 def stop_servers() -> None:
     for server in SERVERS.values():
-        server.stop()
+        try:
+            server.stop()
+        except OSError:
+            pass  # already gone; the other still stops
 
 
 def _die_with_parent() -> None:

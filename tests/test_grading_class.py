@@ -17,7 +17,6 @@ from submissions import classroom, kit
 REPO = kit.REPO
 STUDENTS = 8
 NOTEBOOKS = kit.NOTEBOOKS[:4]  # 05 has no hidden cases yet (placeholder checks) and would only cost time
-SERVICE_PIDS: set[int] = set()  # the loopback services' processes (they are not leftovers of a run)
 
 spec = importlib.util.spec_from_file_location("services", REPO / "scripts" / "services.py")
 services = importlib.util.module_from_spec(spec)
@@ -44,11 +43,11 @@ def _subreaper(on: bool) -> None:
     assert ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
 
 
-def leftovers() -> set[int]:
-    """Running processes, other than the loopback services, that this test process now parents: every
-    process a grading run started and that outlived it (orphans are re-parented here)."""
+def children() -> set[int]:
+    """Running processes this test process parents: its own (the loopback services, a sandbox fork
+    server an earlier test started here) and every orphan of a grading run (re-parented here)."""
     me = os.getpid()
-    return {p for p, (_, parent, _) in services._table().items() if parent == me} - SERVICE_PIDS
+    return services._running({p for p, (_, parent, _) in services._table().items() if parent == me})
 
 
 def grade(klass, name: str, *options: str, db_url: str = "") -> tuple[Path, str]:
@@ -64,11 +63,12 @@ def grade(klass, name: str, *options: str, db_url: str = "") -> tuple[Path, str]
         released = kit.nbgrader(copy, "generate_assignment", kit.ASSIGNMENT, "--force", f"--db={db_url}",
                                 f"--CourseDirectory.course_id={kit.ASSIGNMENT}")
         assert released.returncode == 0, released.stdout
+    before = children()
     run = subprocess.run([sys.executable, "-m", "mha_grader", "--course", str(copy), "grade", *options,
                           *(["--db-url", db_url] if db_url else [])],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert not services._running(leftovers()), "a process started by the run outlived it"
+    assert not children() - before, "a process started by the run outlived it"
     return copy, run.stdout + run.stderr
 
 
@@ -108,7 +108,6 @@ def loopback_services(tmp_path_factory):
                              capture_output=True, text=True, timeout=300)
     state = json.loads((folder / "services.json").read_text()) if (folder / "services.json").exists() else {}
     pids = set().union(*(services.processes(p["pid"]) for p in state.get("processes", [])))
-    SERVICE_PIDS.update(pids)
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         yield json.loads(started.stdout)
