@@ -75,7 +75,8 @@ def _connect(args):
 
 def dask_setup(server) -> None:
     """Called by Dask as a scheduler or worker starts with ``--preload mha_grader.cluster``: the grader is
-    imported before the first job (the scheduler unpickles each task); a worker checks its sandbox."""
+    imported before the first job (the scheduler unpickles each task); a worker checks its sandbox and
+    starts its fork servers (torch's takes seconds) before it takes jobs."""
     from distributed import Worker
     if not isinstance(server, Worker):
         return
@@ -83,6 +84,8 @@ def dask_setup(server) -> None:
     if problems:
         logging.getLogger(__name__).warning("the sandbox does not isolate student code on this worker; it will "
                                             "refuse every job: %s", "; ".join(problems))
+    else:
+        sandbox.start_servers()
 
 
 def dask_teardown(server) -> None:

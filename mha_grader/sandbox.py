@@ -197,6 +197,12 @@ class _ForkServer:
         self.proc: subprocess.Popen | None = None
         self.owner = None
 
+    def start(self) -> None:
+        """Start it now, if it is not running in this process."""
+        with self.lock:
+            if self.control is None or self.owner != os.getpid():
+                self._start()
+
     def send(self, request: dict, fds: list[int]) -> None:
         with self.lock:
             for attempt in (1, 2):
@@ -240,6 +246,12 @@ class _ForkServer:
 
 
 SERVERS = {False: _ForkServer(), True: _ForkServer("torch")}  # by "does the job need torch?"
+
+
+def start_servers() -> None:
+    """Both servers, started before the first job (a Dask worker, as it starts)."""
+    for server in SERVERS.values():
+        server.start()
 
 
 @atexit.register
