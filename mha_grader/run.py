@@ -32,6 +32,8 @@ def grade(args) -> int:
         print("WARNING: --unsafe-no-sandbox: student code runs with YOUR rights, can read the solutions, the "
               "secret and the gradebook, and can change them. Never use it on real submissions.", file=sys.stderr)
     else:
+        if not args.scheduler:  # the jobs run here: torch's server (seconds) starts while the probe runs
+            sandbox.start_servers()
         problems = isolation_problems(root)
         if problems:
             print("Refusing to grade: the sandbox does not isolate student code on this machine:\n  "
