@@ -113,6 +113,6 @@ def _worker_isolation_problems() -> tuple[str, ...]:
     fd, canary = tempfile.mkstemp(prefix=".sandbox-canary-", dir=Path.home())
     os.close(fd)
     try:
-        return tuple(sandbox.probe([canary], sandbox.python_prefixes() + ["/usr"]))
+        return tuple(sandbox.probe([canary], [*sandbox.python_prefixes(), "/usr"]))
     finally:
         os.unlink(canary)

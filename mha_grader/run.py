@@ -77,7 +77,7 @@ def isolation_problems(course: Path) -> list[str]:
         canaries.append(name)
     private = [str(course / p) for p in ("solutions", "submitted", "nbgrader_config.py", "gradebook.db")]
     try:
-        return sandbox.probe(private + canaries + [str(course_secret.path())], sandbox.python_prefixes() + ["/usr"])
+        return sandbox.probe(private + canaries + [str(course_secret.path())], [*sandbox.python_prefixes(), "/usr"])
     finally:
         for name in canaries:
             os.unlink(name)

@@ -18,6 +18,7 @@ this on the machine at hand before any grading.
 import atexit
 import ctypes
 import fcntl
+import functools
 import json
 import os
 import select
@@ -69,10 +70,11 @@ class SandboxUnavailable(RuntimeError):
     """Isolation does not work on this machine; the message says what failed."""
 
 
-def python_prefixes() -> list[str]:
+@functools.cache
+def python_prefixes() -> tuple[str, ...]:
     """The folders the interpreter and its packages live in (mounted read-only inside)."""
     paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
-    return sorted(p for p in paths if not p.startswith(("/usr", "/lib", "/bin")))
+    return tuple(sorted(p for p in paths if not p.startswith(("/usr", "/lib", "/bin"))))
 
 
 def _slot():
@@ -200,14 +202,12 @@ class _ForkServer:
     def start(self) -> None:
         """Start it now, if it is not running in this process."""
         with self.lock:
-            if self.control is None or self.owner != os.getpid():
-                self._start()
+            self._start_unless_running()
 
     def send(self, request: dict, fds: list[int]) -> None:
         with self.lock:
             for attempt in (1, 2):
-                if self.control is None or self.owner != os.getpid():
-                    self._start()
+                self._start_unless_running()
                 try:
                     socket.send_fds(self.control, [json.dumps(request).encode()], fds)
                     return
@@ -219,7 +219,7 @@ class _ForkServer:
     def stop(self) -> None:
         """Close the server's socket: it waits for its last jobs' managers, then ends."""
         with self.lock:
-            if self.control is not None and self.owner == os.getpid():
+            if self._running():
                 self.control.close()
                 try:
                     self.proc.wait(timeout=30)
@@ -227,15 +227,21 @@ class _ForkServer:
                     self.proc.kill()
             self.control = None
 
-    def _start(self) -> None:
+    def _running(self) -> bool:
+        """Started by this process (a forked copy of the grader has none of its own yet)."""
+        return self.control is not None and self.owner == os.getpid()
+
+    def _start_unless_running(self) -> None:
+        if self._running():
+            return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         started = threading.Event()
 
         def keep():
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()), *self.modules], pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=ENV, start_new_session=True,
-                preexec_fn=_die_with_parent)
+                [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()), *self.modules],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=ENV,
+                start_new_session=True, preexec_fn=_die_with_parent)
             theirs.close()
             started.set()
             self.proc.wait()
