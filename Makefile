@@ -22,6 +22,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	@# the book's own packages (mha_book, mha_grader) are importable in the course environment, not shipped
+	echo "$(CURDIR)" > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mha-course.pth"
 	touch $@
 
 ## browser: Debian's headless Chromium for the browser test (Playwright drives it)

@@ -3,8 +3,9 @@
 * :mod:`mha_lib.reference` — NumPy, next to the equations (project, split_heads, merge_heads,
   scaled_dot_product_attention, multi_head_attention and its per-head loop form);
 * :class:`mha_lib.MultiHeadAttention` — a drop-in for ``torch.nn.MultiheadAttention``;
-* :mod:`mha_lib.counting` — parameters and FLOPs term by term;
-* :mod:`mha_lib.plotting` — attention heatmaps (matplotlib, imported on demand).
+* :mod:`mha_lib.counting` — parameters and FLOPs term by term.
+
+What only the course's pages need (plots, the head viewer, the toy model) is in ``mha_book``.
 
 torch is imported only when ``MultiHeadAttention`` is first used, so NumPy-only work (the
 exercise notebooks, the reference) starts in a fraction of a second.

@@ -1,4 +1,4 @@
-"""mha_lib.plotting: one shared colour scale with a colour bar, positions counted from 1."""
+"""mha_book.plotting: one shared colour scale with a colour bar, positions counted from 1."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -7,7 +7,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
-from mha_lib import plotting  # noqa: E402
+from mha_book import plotting  # noqa: E402
 
 
 @pytest.fixture

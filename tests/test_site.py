@@ -585,7 +585,7 @@ def test_downloaded_intro_notebook_runs(server, tmp_path):
 # ---------------------------------------------------------------------------------------------
 def test_head_selector_markup_carries_the_weights_and_escapes_labels():
     np = pytest.importorskip("numpy")
-    from mha_lib.widgets import head_selector_html, head_selector_markup
+    from mha_book.widgets import head_selector_html, head_selector_markup
 
     w = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5) / 120
     html = head_selector_markup(w, ["a", "</script><b>", "c", "d"], list("vwxyz"),
@@ -612,7 +612,7 @@ def test_head_selector_markup_carries_the_weights_and_escapes_labels():
 ])
 def test_head_selector_explains_a_wrong_shape(shape, query, key, message):
     np = pytest.importorskip("numpy")
-    from mha_lib.widgets import head_selector_markup
+    from mha_book.widgets import head_selector_markup
 
     with pytest.raises(ValueError, match=re.escape(message)):
         head_selector_markup(np.full(shape, 0.5), [f"q{i}" for i in range(query)],
@@ -621,7 +621,7 @@ def test_head_selector_explains_a_wrong_shape(shape, query, key, message):
 
 def test_head_selector_takes_labels_per_group():
     np = pytest.importorskip("numpy")
-    from mha_lib.widgets import head_selector_markup
+    from mha_book.widgets import head_selector_markup
 
     w = np.full((2, 1, 3, 3), 1 / 3)                     # (groups, heads, T, T)
     html_text = head_selector_markup(w, [list("abc"), list("xyz")])

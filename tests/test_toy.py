@@ -1,4 +1,4 @@
-"""mha_lib.toy: the "previous and first" model of chapters 2 and 3 learns what the chapters claim.
+"""mha_book.toy: the "previous and first" model of chapters 2 and 3 learns what the chapters claim.
 
 Chapter 3 states that the default two-head model answers both questions on held-out sequences,
 that each head ends up serving one question, and that switching a head off breaks only that
@@ -7,7 +7,7 @@ head's question. Training takes about two seconds on one core.
 import pytest
 import torch
 
-from mha_lib import toy
+from mha_book import toy
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ script ran), ``head-selector-data`` (the JSON), ``head-selector-static`` (the no
 ``head-selector-plot``, ``head-selector-heatmap`` (the SVG) and ``head-selector-cell`` (one rect per
 weight, with ``data-q``, ``data-k`` and ``data-value``).
 
-Colours follow :mod:`mha_lib.plotting` (viridis, 0 to ``vmax``; rows are queries, columns keys).
+Colours follow :mod:`mha_book.plotting` (viridis, 0 to ``vmax``; rows are queries, columns keys).
 """
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ def head_selector_html(weights, query_tokens, key_tokens=None, head_names=None, 
     key_tokens : sequence of str (or one per group), optional
         Column labels, ``T_k`` of them; defaults to ``query_tokens`` (self-attention).
     head_names : sequence of str, optional
-        Defaults to ``head 1`` ... ``head h`` (as in :func:`mha_lib.plotting.plot_heads`).
+        Defaults to ``head 1`` ... ``head h`` (as in :func:`mha_book.plotting.plot_heads`).
     title : str, optional
         Shown above the selectors.
     group_names, group_label :

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .module import MultiHeadAttention
+from mha_lib.module import MultiHeadAttention
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 PARTS = ("previous", "first")  # the two questions, in the order of the read-outs
