@@ -30,7 +30,8 @@ def positional_encoding(seq_len: int, d_model: int) -> Tensor:
     t = torch.arange(seq_len, dtype=torch.float32)[:, None]              # (T, 1)
     rate = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)  # (d/2,)
     angle = t * rate                                                       # (T, d/2)
-    return torch.stack([angle.sin(), angle.cos()], dim=-1).view(seq_len, d_model)  # interleave
+    pairs = torch.stack([angle.sin(), angle.cos()], dim=-1)               # (T, d/2, 2)
+    return pairs.view(seq_len, d_model)                 # (T, d): sin at even, cos at odd features
 
 
 class EncoderBlock(nn.Module):
@@ -71,9 +72,11 @@ class EncoderBlock(nn.Module):
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "EncoderBlock":
-        """A copy of ``layer`` (same configuration, weights and train/eval mode); ReLU only."""
+        """A copy of ``layer`` (same configuration, weights and train/eval mode); ReLU and biases only."""
         if layer.activation_relu_or_gelu != 1:
             fail("layer", "a TransformerEncoderLayer with activation='relu'", f"activation {layer.activation}")
+        if layer.linear1.bias is None:
+            fail("layer", "a TransformerEncoderLayer with bias=True", "one built with bias=False")
         attn = layer.self_attn
         new = cls(attn.embed_dim, attn.num_heads, layer.linear1.out_features, attn.dropout,
                   norm_first=layer.norm_first, layer_norm_eps=layer.norm1.eps, batch_first=attn.batch_first)

@@ -67,6 +67,12 @@ def test_gelu_is_refused():
         EncoderBlock.from_torch(layer)
 
 
+def test_no_bias_is_refused():
+    layer = nn.TransformerEncoderLayer(D, H, D_FF, bias=False, batch_first=True)
+    with pytest.raises(ValueError, match="bias=True"):
+        EncoderBlock.from_torch(layer)
+
+
 def test_positional_encoding_formula():
     pe = positional_encoding(7, 6)
     assert pe.shape == (7, 6)
