@@ -78,7 +78,7 @@ def test_course_files_home_and_secrets_are_invisible():
     # The root holds the system folders, the job and the top folders of the Python installation
     # (wherever the checkout lives); of the checkout, only its virtual environment, if it has one.
     prefixes = [Path(p) for p in sandbox.python_prefixes()]
-    allowed = {"bin", "dev", "etc", "job", "lib", "lib64", "proc", "sbin", "tmp", "usr"}
+    allowed = {"bin", "dev", "etc", "job", "lib", "lib64", "proc", "python", "sbin", "tmp", "usr"}
     allowed |= {p.parts[1] for p in prefixes}
     assert set(root) <= allowed, root
     assert set(repo) <= {p.relative_to(REPO).parts[0] for p in prefixes if p.is_relative_to(REPO)}, repo
