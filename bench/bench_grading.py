@@ -14,6 +14,10 @@ For each exercise notebook, solved with the reference answer:
 * stock: what plain `nbgrader autograde` spends on the same notebook inside one batch (from its
   timestamped log), on the course as it was before the grader (bench/stock.py).
 
+Then what the sandbox's kernel-side protections add per job: a job of one trivial test, run in
+turn with every protection and with one of them off (the system-call filter, the job's cgroup, the
+fresh keyring), interleaved so that the machine's load falls alike on each.
+
 Medians of --repeat runs, seconds.  .venv/bin/python bench/bench_grading.py [--repeat 3]
 """
 import argparse
@@ -75,6 +79,22 @@ def one_off_costs() -> dict[str, float]:
     return {"server": first - warm, "torch": first_torch - warm_torch}
 
 
+def hardening_costs(jobs: int) -> dict[str, float]:
+    """Median seconds of one trivial sandboxed job: with everything, and with each protection off."""
+    trivial = {"torch": False, "cells": [{"label": "c", "source": "def f():\n    return 1\n"}],
+               "tests": [{"id": "t", "cases": [{"function": "f", "names": [], "specs": []}]}]}
+    variants = {"all": sandbox.Hardening(), "no seccomp filter": sandbox.Hardening(seccomp=False),
+                "no cgroup": sandbox.Hardening(cgroup=False), "no fresh keyring": sandbox.Hardening(keyring=False)}
+    seconds = {name: [] for name in variants}
+    sandbox.run(trivial)  # (the server's start is not a job's cost)
+    for _ in range(jobs):
+        for name, hardening in variants.items():
+            start = time.perf_counter()
+            sandbox.run(trivial, hardening=hardening)
+            seconds[name].append(time.perf_counter() - start)
+    return {name: statistics.median(s) for name, s in seconds.items()}
+
+
 def stock_batch(course: Path) -> dict[str, float]:
     """One stock autograde batch, one student per notebook: {notebook: seconds in the batch}."""
     for n in kit.NOTEBOOKS:
@@ -91,6 +111,7 @@ def stock_batch(course: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=40, help="trivial jobs per protection measured")
     args = parser.parse_args()
     rows = {n: {k: [] for k in ("floor", "sandboxed", "no sandbox", "stock")} for n in kit.NOTEBOOKS}
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,6 +141,12 @@ def main() -> None:
         print(f"| {n} | {f:.2f} | {s:.2f} | {u:.2f} | {k:.2f} | {s / f:.2f} | {k / s:.2f} |")
     print(f"\nOnce per grading run: the NumPy fork server starts in {once['server']:.2f} s, the torch one "
           f"(for the first exercise-5 notebook) in {once['torch']:.2f} s.")
+    costs = hardening_costs(args.jobs)
+    print(f"\nA trivial job, medians of {args.jobs}: {costs['all'] * 1000:.1f} ms with every protection; "
+          "each protection adds (all, less that one off):")
+    print("\n| protection | ms per job |\n|---|---|")
+    for name in ("no seccomp filter", "no cgroup", "no fresh keyring"):
+        print(f"| {name.removeprefix('no ')} | {(costs['all'] - costs[name]) * 1000:.1f} |")
 
 
 if __name__ == "__main__":

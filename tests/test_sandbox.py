@@ -510,3 +510,12 @@ def test_slot_locks_are_private_and_never_followed_through_a_link(tmp_path, monk
         sandbox._slot()
     assert err.value.errno == errno.ELOOP
     assert not (tmp_path / "target").exists()
+
+
+def test_the_feedback_names_the_jobs_memory_cap_when_its_cgroup_killed_a_process():
+    from mha_grader import judging
+    limits = sandbox.Limits(memory=1 << 30)
+    killed = judging._no_outcome({"status": ("signal", 9)}, sandbox.Report(usage={"oom_kills": 1}), limits)
+    assert "more memory than the limit allows (1024 MB for all the processes" in killed
+    other = judging._no_outcome({"status": ("signal", 9)}, sandbox.Report(usage={"oom_kills": 0}), limits)
+    assert other.endswith(judging.SIGNALS[9] + ".")
