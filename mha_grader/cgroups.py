@@ -175,7 +175,7 @@ class JobGroup:
         """Remove the group (retrying while the kernel finishes tearing the job down); True if gone."""
         gone = True
         for folder in set(self.folders.values()):
-            for _ in range(200):
+            for _ in range(1000):
                 try:
                     os.rmdir(folder)
                     break
@@ -184,7 +184,7 @@ class JobGroup:
                 except OSError as err:
                     if err.errno != errno.EBUSY:
                         break
-                    time.sleep(0.005)
+                    time.sleep(0.001)
             gone = gone and not os.path.exists(folder)
         return gone
 

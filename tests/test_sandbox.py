@@ -50,7 +50,7 @@ def result(report, test="t0"):
 
 
 def sandbox_processes() -> list[str]:
-    """Processes of the sandbox users (uid 61000 and up) still running anywhere on the machine."""
+    """Processes of the sandbox users (uid sandbox.UID_BASE and up) still running anywhere on the machine."""
     out = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True).stdout
     return [line for line in out.splitlines()
             if line.split() and sandbox.UID_BASE <= int(line.split()[0]) < sandbox.UID_BASE + sandbox.SLOTS]
