@@ -148,6 +148,7 @@ def init(request: dict, report: int, group) -> int:
     if group:
         group.join()
         _check(LIBC.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")  # its /proc/self/cgroup says "/"
+        _oom_score_adj(-1000)  # at the memory cap the kernel kills a process of the job, never its pid 1
     if request["hardening"]["hide_host_paths"]:
         _blank_command_line()
     root = request["root"]
@@ -161,6 +162,8 @@ def init(request: dict, report: int, group) -> int:
 
 
 def program(request: dict, report: int) -> int:
+    if request["hardening"]["cgroup"]:
+        _oom_score_adj(0)  # (init's exemption is not inherited)
     give_up_privileges(request["root"], request["uid"], request["limits"])
     if request["hardening"]["keyring"]:
         kernel.private_keyring(clear_user_keyrings=request["uid"] is not None)
@@ -182,6 +185,11 @@ def _exit_with(body) -> None:
         print(f"sandbox: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
         code = 70
     os._exit(code if 0 <= code < 256 else 1)
+
+
+def _oom_score_adj(value: int) -> None:
+    with open("/proc/self/oom_score_adj", "w") as fh:
+        fh.write(str(value))
 
 
 def _blank_command_line() -> None:

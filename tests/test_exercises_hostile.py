@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
+from mha_grader import sandbox
 from submissions import kit
 from submissions.hostile import FULL, HOSTILE
-from mha_grader import sandbox
 
 
 @pytest.fixture(scope="session")
