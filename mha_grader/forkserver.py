@@ -148,7 +148,6 @@ def init(request: dict, report: int, group) -> int:
     if group:
         group.join()
         _check(LIBC.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")  # its /proc/self/cgroup says "/"
-        _oom_score_adj(-1000)  # at the memory cap the kernel kills a process of the job, never its pid 1
     if request["hardening"]["hide_host_paths"]:
         _blank_command_line()
     root = request["root"]
@@ -163,7 +162,7 @@ def init(request: dict, report: int, group) -> int:
 
 def program(request: dict, report: int) -> int:
     if request["hardening"]["cgroup"]:
-        _oom_score_adj(0)  # (init's exemption is not inherited)
+        _oom_score_adj(500)  # at the memory cap the kernel kills this or a child, not pid 1 (raising: no privilege)
     give_up_privileges(request["root"], request["uid"], request["limits"])
     if request["hardening"]["keyring"]:
         kernel.private_keyring(clear_user_keyrings=request["uid"] is not None)
