@@ -23,8 +23,8 @@ runs in a sandbox whose every property below is a claim the README makes and `ma
 
 sandbox.py starts this server once per grading process (``python -I forkserver.py FD [torch]``, FD a
 SOCK_SEQPACKET socket), with numpy and the wire format already imported, and torch too in the
-server for the jobs that need it. For each job it receives a request (JSON) with three descriptors (the job's connection,
-the report channel's write end, the job's stderr file) and forks:
+server for the jobs that need it. For each job it receives a request (JSON) with three descriptors
+(the job's connection, the report channel's write end, the job's stderr file) and forks:
 
   manager   (the grader's user, outside)  the job's cgroup; new namespaces; waits, reads the usage
     init    (pid 1 inside)                joins the cgroup; builds the file system with mount(2)
@@ -258,7 +258,8 @@ def build_root(root: str, job: str, prefixes: list, strong: dict) -> None:
         mount(None, root, flags=MS_REMOUNT | MS_BIND | MS_RDONLY)
     else:  # (a weakening for the probe's mutation test: a root the job can write)
         os.chmod(root, 0o1777)
-    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" + (",size=64m" if strong["tmp_size"] else ""))
+    tmp_size = ",size=64m" if strong["tmp_size"] else ""  # (else: a weakening for the mutation test)
+    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" + tmp_size)
     for path, target in in_tmp:  # a prefix known by a path under /tmp: its link lives in the job's /tmp
         _link(root, path, target)
 
@@ -299,7 +300,8 @@ def _mount_job(root: str, job: str, strong: dict) -> None:
         return
     names = sorted(os.listdir(job))
     size = sum(os.path.getsize(os.path.join(job, n)) for n in names) + (1 << 20)
-    mount("job", root + "/job", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=" + ("1777" if not strong["readonly_job"] else "755"))
+    mode = "755" if strong["readonly_job"] else "1777"  # (else: a weakening for the mutation test)
+    mount("job", root + "/job", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}")
     for name in names:
         with open(os.path.join(job, name), "rb") as src, open(f"{root}/job/{name}", "wb") as dst:
             dst.write(src.read())

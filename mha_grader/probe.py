@@ -69,7 +69,8 @@ def files() -> None:
            and cannot(lambda: open("/job/job.json", "a").close())[0], "/job/.sandbox-probe, /job/job.json", DEFAULTS)
     tmp = os.statvfs("/tmp")
     size = tmp.f_blocks * tmp.f_frsize
-    report("/tmp size limit", size <= JOB["tmp_bytes"], f"{size >> 20} MB (at most {JOB['tmp_bytes'] >> 20} MB)", DEFAULTS)
+    report("/tmp size limit", size <= JOB["tmp_bytes"], f"{size >> 20} MB (at most {JOB['tmp_bytes'] >> 20} MB)",
+           DEFAULTS)
     report("scratch folder writable", cannot(lambda: open("/tmp/.probe", "w").write("x"))[0] is False)
 
 
@@ -90,7 +91,8 @@ def privileges_and_limits() -> None:
     report("memory limit per process, at most the machine's memory", 0 < memory <= total,
            f"RLIMIT_AS {memory}, MemTotal {total}", "give the grader a memory limit below the machine's memory")
     size = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    report("file-size limit", size != resource.RLIM_INFINITY and size <= JOB["file_size"], f"RLIMIT_FSIZE {size}", DEFAULTS)
+    report("file-size limit", size != resource.RLIM_INFINITY and size <= JOB["file_size"], f"RLIMIT_FSIZE {size}",
+           DEFAULTS)
     report("process limit", resource.getrlimit(resource.RLIMIT_NPROC)[0] != resource.RLIM_INFINITY, "", DEFAULTS)
     report("seccomp filter loaded", status.get("Seccomp", "").strip() == "2",
            f"Seccomp {status.get('Seccomp', '?').strip()}", "install libseccomp2 and the pinned pyseccomp (make venv)")

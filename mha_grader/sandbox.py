@@ -423,7 +423,8 @@ def _outside_checks(reports: list, job: dict, limits: Limits) -> list[str]:
             problems.append(_problem("job cgroup removed after the job", str(u), FIXES["job cgroup"]))
     uids = [next((r["detail"] for r in report.records if r.get("check") == "uid"), None) for report in reports]
     if uids[0] == uids[1]:
-        problems.append(_problem("a distinct uid per concurrent job", f"both ran as uid {uids[0]}", FIXES["distinct uids"]))
+        problems.append(_problem("a distinct uid per concurrent job", f"both ran as uid {uids[0]}",
+                                 FIXES["distinct uids"]))
     return problems
 
 
