@@ -467,33 +467,44 @@ def test_a_fork_and_spin_job_cannot_use_more_cpu_than_its_cap():
     assert sandbox_processes() == []
 
 
-def test_a_venv_reached_through_a_link_under_tmp_works_inside(tmp_path):
-    """The checkout's venv behind a link in /tmp: imports the fork server had not loaded still work,
-    and the probe passes."""
-    link = Path(tempfile.mkdtemp(prefix="mha-venv-link-")) / "venv"
-    link.symlink_to(Path(sys.prefix).resolve())
-    script = tmp_path / "through_link.py"
+THROUGH = """
+import json, sys
+sys.path.insert(0, {repo!r})
+from mha_grader import sandbox
+from mha_checks import calling
+report = sandbox.run(json.loads({job!r}))
+outcome = [r["outcome"] for r in report.records if "outcome" in r]
+print(json.dumps([sys.prefix, calling.decode(outcome[0]["result"]) if outcome and "result" in outcome[0]
+                  else [report.records, report.stderr], sandbox.probe({private!r}, sandbox.python_prefixes())]))
+"""
+
+
+@pytest.mark.parametrize("how", ["a link", "a folder"])
+def test_a_venv_under_tmp_works_inside(how, tmp_path):
+    """The checkout's venv reached through a link in /tmp, or living in /tmp (bound there in a mount
+    namespace of its own): a module the fork server had not loaded still imports, the probe passes."""
+    venv = Path(tempfile.mkdtemp(prefix="mha-venv-")) / "venv"
     the_job = job("import packaging.version\ndef probe():\n    return str(packaging.version.Version('1.2'))\n")
-    script.write_text(textwrap.dedent(f"""
-        import json, sys
-        sys.path.insert(0, {str(REPO)!r})
-        from mha_grader import sandbox
-        from mha_checks import calling
-        job = json.loads({json.dumps(json.dumps(the_job))})
-        report = sandbox.run(job)
-        outcome = [r["outcome"] for r in report.records if "outcome" in r]
-        print(json.dumps([sys.prefix, calling.decode(outcome[0]["result"]) if outcome and "result" in outcome[0]
-                          else [report.records, report.stderr],
-                          sandbox.probe({PRIVATE!r}, sandbox.python_prefixes())]))
-    """))
+    script = tmp_path / "through.py"
+    script.write_text(THROUGH.format(repo=str(REPO), job=json.dumps(the_job), private=PRIVATE))
+    python = f"{venv}/bin/python {script}"
+    if how == "a link":
+        venv.symlink_to(Path(sys.prefix).resolve())
+        command = ["sh", "-c", python]
+    else:
+        venv.mkdir()
+        command = ["unshare", "--mount", "sh", "-c", f"mount --make-rprivate / && mount --bind {sys.prefix} {venv} "
+                   f"&& {python}"]
     try:
-        out = subprocess.run([str(link / "bin" / "python"), str(script)], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(command, capture_output=True, text=True, timeout=120)
     finally:
-        link.unlink()
-        link.parent.rmdir()
+        if venv.is_symlink():
+            venv.unlink()
+        else:
+            venv.rmdir()
+        venv.parent.rmdir()
     prefix, imported, problems = json.loads(out.stdout.splitlines()[-1])
-    assert prefix == str(link)
-    assert imported == "1.2"
+    assert prefix == str(venv) and imported == "1.2"
     assert problems == []
 
 
