@@ -54,6 +54,7 @@ import select
 import signal
 import socket
 import sys
+import time
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -105,15 +106,17 @@ def manage(request: dict, conn: int, report: int, stderr: int) -> int:
         os.dup2(fd, target)
     os.close(null)
     os.close(stderr)
-    strong = request["hardening"]
+    start = time.perf_counter()
     group = cgroups.JobGroup(f"mha-job-{os.getpid()}", cgroups.Caps(**request["caps"])).create() \
-        if strong["cgroup"] else None
+        if request["hardening"]["cgroup"] else None
+    created = time.perf_counter()
     try:
         status = _contain(request, conn, report, group)
     finally:
-        usage = group.usage() if group else {}
+        usage, ended = (group.usage() if group else {}), time.perf_counter()
         if group:
             usage["removed"] = group.remove()
+            usage["overhead_s"] = created - start + time.perf_counter() - ended  # creating and removing it
     try:
         os.write(conn, json.dumps({"status": status, "usage": usage}).encode())
     except OSError:
