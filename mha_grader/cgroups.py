@@ -15,6 +15,7 @@ from dataclasses import dataclass
 V1 = ("memory", "pids", "cpu", "cpuacct")
 V2 = ("memory", "pids", "cpu")
 PERIOD_US = 100_000  # the CPU quota's accounting period
+LEAF = "mha-grader"  # (v2) where the grader's processes go when its group must hand controllers down
 
 
 class Unavailable(OSError):
@@ -88,7 +89,7 @@ def layout() -> tuple[str, dict[str, str]]:
     """("v2", {"": own group folder}) or ("v1", {controller: own group folder}); else Unavailable."""
     mounts, own = _mounts(), _own_groups()
     if "cgroup2" in mounts and "" in own:
-        folder = mounts["cgroup2"] + own[""]
+        folder = mounts["cgroup2"] + own[""].removesuffix(f"/{LEAF}")  # (see _delegate)
         try:
             controllers = set(_read(os.path.join(folder, "cgroup.controllers")).split())
         except OSError:
@@ -190,7 +191,7 @@ def _delegate(own: str) -> None:
     """Let the grader's own v2 group hand memory, pids and cpu to job groups below it. cgroup v2
     allows that only to a group with no processes of its own: if enabling fails for that reason
     (EBUSY), the processes of the group (the grader's, in a delegated group) move first into a leaf
-    child, ``mha-grader``, still below it. (Not exercised on this project's hybrid v1 machines.)"""
+    child, :data:`LEAF`, still below it (and jobs are made beside that leaf). (Not exercised on this project's hybrid v1 machines.)"""
     control = os.path.join(own, "cgroup.subtree_control")
     if set(V2) <= set(_read(control).split()):
         return
@@ -200,7 +201,7 @@ def _delegate(own: str) -> None:
     except OSError as err:
         if err.errno != errno.EBUSY:
             raise
-    leaf = os.path.join(own, "mha-grader")
+    leaf = os.path.join(own, LEAF)
     os.makedirs(leaf, exist_ok=True)
     for pid in _read(os.path.join(own, "cgroup.procs")).split():
         try:
