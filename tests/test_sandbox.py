@@ -530,3 +530,21 @@ def test_the_feedback_names_the_jobs_memory_cap_when_its_cgroup_killed_a_process
     assert "more memory than the limit allows (1024 MB for all the processes" in killed
     other = judging._no_outcome({"status": ("signal", 9)}, sandbox.Report(usage={"oom_kills": 0}), limits)
     assert other.endswith(judging.SIGNALS[9] + ".")
+
+
+def test_a_cgroup_v2_job_group_is_set_up_and_read_back_in_the_v2_files(tmp_path, monkeypatch):
+    """This machine's cgroups are v1 (hybrid): the v2 files are checked on a stand-in folder tree."""
+    from mha_grader import cgroups
+    own = tmp_path / "grader.scope"
+    own.mkdir()
+    (own / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    monkeypatch.setattr(cgroups, "layout", lambda: ("v2", {"": str(own)}))
+    group = cgroups.JobGroup("mha-job-7", cgroups.Caps(memory=3 << 30, processes=48, cpus=0.5)).create()
+    folder = own / "mha-job-7"
+    assert (folder / "memory.max").read_text() == str(3 << 30)
+    assert (folder / "pids.max").read_text() == "48" and (folder / "cpu.max").read_text() == "50000 100000"
+    for name, text in {"memory.peak": "123456", "memory.events": "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n",
+                       "pids.events": "max 2\n", "cpu.stat": "usage_usec 2500000\nnr_throttled 9\n"}.items():
+        (folder / name).write_text(text)
+    assert group.usage() == {"cgroup": "v2", "memory_max": 3 << 30, "memory_peak": 123456, "oom_kills": 1,
+                             "pids_max": 48, "forks_refused": 2, "cpus": 0.5, "cpu_s": 2.5, "throttled": 9}
