@@ -162,8 +162,11 @@ def _no_outcome(events: dict, report, limits) -> str:
     if status == "budget":
         return (f"Not run: the notebook's earlier tests used up its whole time budget ({detail} s), "
                 "so this one had no time left.")
+    memory = (f"it used more memory than the limit allows ({limits.memory >> 20} MB for all the processes "
+              "of your notebook together)")
     if status == "signal":
-        return f"This test's process stopped before it finished: {SIGNALS.get(detail, f'signal {detail}')}."
+        why = memory if detail == 9 and report.usage.get("oom_kills") else SIGNALS.get(detail, f"signal {detail}")
+        return f"This test's process stopped before it finished: {why}."
     if status == "exit":
         return (f"Your code ended this test's process (exit status {detail}: os._exit or similar) "
                 "before the test finished.")
@@ -173,6 +176,8 @@ def _no_outcome(events: dict, report, limits) -> str:
         return (f"Not read: your functions returned more data than the grader reads from one notebook "
                 f"({sandbox.MAX_REPORT >> 20} MB in all, {sandbox.MAX_LINE >> 20} MB per result), so this "
                 "test's result never arrived. Return arrays of the shapes the exercise asks for.")
+    if report.usage.get("oom_kills"):
+        return f"This test never finished: {memory}."
     return "Your code ended this test before it returned a result."
 
 
