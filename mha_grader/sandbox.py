@@ -91,21 +91,27 @@ def _slot():
     raise RuntimeError(f"all {SLOTS} sandbox slots are busy")
 
 
-def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py") -> Report:
-    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel."""
+def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py",
+        inputs=None) -> Report:
+    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel.
+
+    The channel is a socket: a record ``{"ask": ...}`` is not kept but answered with the line
+    ``inputs(record)`` returns (bytes), so that the job holds a case's inputs only from the moment
+    it asks for them (the job folder holds none)."""
     with tempfile.TemporaryDirectory(prefix="mha-job-") as tmp:
         job_dir = Path(tmp) / "job"
         job_dir.mkdir()
         shutil.copy(HERE / program, job_dir / program)
         shutil.copy(CALLING, job_dir / "calling.py")
         (job_dir / "job.json").write_text(json.dumps({**job, "limits": limits.as_dict(), "own_namespace": not unsafe}))
+        # (the harness's job names what each case calls; a case's inputs come only when it asks: `inputs`)
         mount_point = Path(tmp) / "root"
         mount_point.mkdir()
         for path in (Path(tmp), job_dir, *job_dir.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)
         with open(Path(tmp) / "stderr.txt", "w+b") as errors:
             if unsafe:  # --unsafe-no-sandbox: the same program, no isolation at all (the job folder stands in for /job)
-                report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp)
+                report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp, inputs)
             else:
                 slot, lock = _slot()
                 with lock:
@@ -114,16 +120,16 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
                                "uid": None if os.geteuid() != 0 else UID_BASE + slot,
                                "limits": {"RLIMIT_AS": limits.memory, "RLIMIT_NPROC": limits.processes,
                                           "RLIMIT_FSIZE": limits.file_size, "RLIMIT_CORE": 0}}
-                    report = _run_sandboxed(SERVERS[bool(job.get("torch"))], request, limits, errors)
+                    report = _run_sandboxed(SERVERS[bool(job.get("torch"))], request, limits, errors, inputs)
             errors.seek(0)
             report.stderr = errors.read(4096).decode(errors="replace")
         return report
 
 
-def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors) -> Report:
+def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors, inputs) -> Report:
     """The job through the fork server; its exit status comes back on a connection of its own,
     whose closing (here, on a timeout or when the grader dies) kills the job."""
-    read_end, write_end = os.pipe()
+    read_end, write_end = _channel()
     ours, theirs = socket.socketpair()
     with ours:
         try:
@@ -131,7 +137,7 @@ def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors)
         finally:
             os.close(write_end)
             theirs.close()
-        report = _collect(read_end, limits.notebook_s + 30)
+        report = _collect(read_end, limits.notebook_s + 30, inputs)
         if not (report.timed_out or report.truncated):  # else: closing ours ends the job
             ours.settimeout(10)
             try:
@@ -141,14 +147,14 @@ def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors)
     return report
 
 
-def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str) -> Report:
-    read_end, write_end = os.pipe()
+def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str, inputs) -> Report:
+    read_end, write_end = _channel()
     proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, env=ENV, start_new_session=True,
                             preexec_fn=_die_with_parent)
     os.close(write_end)
     try:
-        report = _collect(read_end, limits.notebook_s + 30)
+        report = _collect(read_end, limits.notebook_s + 30, inputs)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -156,20 +162,32 @@ def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str) -> Report:
     return report
 
 
-def _collect(read_end: int, timeout: float) -> Report:
-    """JSON lines from ``read_end`` until every writer has closed it or time is up (then closed)."""
+def _channel() -> tuple[int, int]:
+    """The report channel: (our end, the job's end) of a stream socket pair."""
+    ours, theirs = socket.socketpair()
+    return ours.detach(), theirs.detach()
+
+
+def _collect(channel: int, timeout: float, inputs=None) -> Report:
+    """JSON lines from ``channel`` until every writer has closed it or time is up (then closed);
+    each ``{"ask": ...}`` answered with ``inputs(record)``."""
     report, start = Report(), time.monotonic()
-    buffer, total = b"", 0
+    buffer, total, pending = b"", 0, b""
     try:
         while True:
             left = timeout - (time.monotonic() - start)
             if left <= 0:
                 report.timed_out = True
                 break
-            ready, _, _ = select.select([read_end], [], [], left)
-            if not ready:
+            readable, writable, _ = select.select([channel], [channel] if pending else [], [], left)
+            if writable:
+                try:
+                    pending = pending[os.write(channel, pending[:1 << 16]):]
+                except OSError:
+                    pending = b""  # the job is gone; what it sent is still read
+            if not readable:
                 continue
-            chunk = os.read(read_end, 1 << 16)
+            chunk = os.read(channel, 1 << 16)
             if not chunk:
                 break
             total += len(chunk)
@@ -182,8 +200,12 @@ def _collect(read_end: int, timeout: float) -> Report:
                 buffer, report.truncated = b"", True
             for line in lines:
                 _parse(line, report)
+                record = report.records[-1] if report.records else None
+                if isinstance(record, dict) and "ask" in record and len(record) == 1:
+                    report.records.pop()
+                    pending += (inputs(record) if inputs else b"{}") + b"\n"
     finally:
-        os.close(read_end)
+        os.close(channel)
     report.seconds = time.monotonic() - start
     return report
 
