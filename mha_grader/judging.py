@@ -6,11 +6,8 @@ the submission did: nothing here raises for a student's reason.
 """
 import ast
 import json
-import math
 import re
 import time
-
-import numpy as np
 
 from mha_checks import judge as checks, policy
 
@@ -43,8 +40,7 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
         job = _job(prog, runnable, cases)
     except Exception as err:  # noqa: BLE001 - a notebook that breaks the static checks is that notebook's problem
         return _ungradable(release, err, start)
-    inputs = [[c.specs() for c in cases[g.id]] for g in runnable]
-    report = sandbox.run(job, limits, unsafe, inputs=_answers(inputs)) if job["tests"] \
+    report = sandbox.run(job, limits, unsafe) if job["tests"] \
         else sandbox.Report(returncode=0)
     if job["tests"] and not report.records:  # the sandbox itself failed: retried, never the student's zero
         return {"tests": [_result(g, False, "Not graded yet: the sandbox failed.", None) for g in release.grade_cells],
@@ -68,39 +64,13 @@ def _ungradable(release: notebooks.Release, err: Exception, start: float) -> dic
 
 
 def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
-    """What the sandbox's job folder holds: the cells, and what each case calls (never its inputs)."""
-    specs = [c.specs() for g in runnable for c in cases[g.id]]
-    return {"torch": any('"$tensor"' in json.dumps(s) or '"$mha"' in json.dumps(s) for s in specs),
-            "cells": prog.cells, "shared_bytes": max((_array_bytes(s) for s in specs), default=0),
-            "tests": [{"id": g.id, "cases": [{"function": c.function, "names": list(c.names)} for c in cases[g.id]]}
-                      for g in runnable]}
-
-
-def _array_bytes(spec) -> int:
-    """The bytes the arrays of a case's specs take in the harness's shared memory (64-byte aligned)."""
-    if isinstance(spec, list):
-        return sum(_array_bytes(s) for s in spec)
-    if not isinstance(spec, dict):
-        return 0
-    if "$array" in spec:
-        a = spec["$array"]
-        return -(-math.prod(a["shape"]) * np.dtype(a["dtype"]).itemsize // 64) * 64
-    return sum(_array_bytes(v) for v in spec.values())
-
-
-def _answers(inputs: list[list]):
-    """The sandbox's answer to each ``{"ask": [t, i]}``: the inputs of test t's case i, each once and
-    in order, so that the sandbox never holds a case's inputs before that case is called."""
-    last = [(-1, -1)]
-
-    def answer(record: dict) -> bytes:
-        ask = record.get("ask")
-        if isinstance(ask, list) and len(ask) == 2 and all(type(n) is int for n in ask) and tuple(ask) > last[0] \
-                and 0 <= ask[0] < len(inputs) and 0 <= ask[1] < len(inputs[ask[0]]):
-            last[0] = tuple(ask)
-            return json.dumps({"specs": inputs[ask[0]][ask[1]]}).encode()
-        return b'{"specs": null}'
-    return answer
+    """The sandbox's job: the cells, and each case's function, argument names and inputs (sandbox.run
+    keeps the inputs outside and hands each to the harness only when its call is made)."""
+    tests = [{"id": g.id, "cases": [{"function": c.function, "names": list(c.names), "specs": c.specs()}
+                                    for c in cases[g.id]]} for g in runnable]
+    torch = any('"$tensor"' in json.dumps(c["specs"]) or '"$mha"' in json.dumps(c["specs"])
+                for t in tests for c in t["cases"])
+    return {"torch": torch, "cells": prog.cells, "tests": tests}
 
 
 def _judge_all(release, cases, blocked, prog, report, job, limits) -> list[dict]:

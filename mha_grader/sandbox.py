@@ -20,6 +20,7 @@ import ctypes
 import fcntl
 import functools
 import json
+import math
 import os
 import select
 import shutil
@@ -32,6 +33,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 CALLING = HERE.parent / "mha_checks" / "calling.py"
@@ -91,20 +94,18 @@ def _slot():
     raise RuntimeError(f"all {SLOTS} sandbox slots are busy")
 
 
-def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py",
-        inputs=None) -> Report:
+def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py") -> Report:
     """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel.
 
-    The channel is a socket: a record ``{"ask": ...}`` is not kept but answered with the line
-    ``inputs(record)`` returns (bytes), so that the job holds a case's inputs only from the moment
-    it asks for them (the job folder holds none)."""
+    A case's inputs (its "specs") stay here: the job folder holds none, and the harness gets each
+    case's only when it asks, just before that call (see :func:`_inputs_kept_outside`)."""
+    job, inputs = _inputs_kept_outside(job)
     with tempfile.TemporaryDirectory(prefix="mha-job-") as tmp:
         job_dir = Path(tmp) / "job"
         job_dir.mkdir()
         shutil.copy(HERE / program, job_dir / program)
         shutil.copy(CALLING, job_dir / "calling.py")
         (job_dir / "job.json").write_text(json.dumps({**job, "limits": limits.as_dict(), "own_namespace": not unsafe}))
-        # (the harness's job names what each case calls; a case's inputs come only when it asks: `inputs`)
         mount_point = Path(tmp) / "root"
         mount_point.mkdir()
         for path in (Path(tmp), job_dir, *job_dir.iterdir()):
@@ -124,6 +125,42 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
             errors.seek(0)
             report.stderr = errors.read(4096).decode(errors="replace")
         return report
+
+
+def _inputs_kept_outside(job: dict):
+    """(the job without its cases' inputs, the answer to the harness's ``{"ask": [t, i]}``).
+
+    The answer is test t's case i's inputs, each case once and in order, so that the sandbox never
+    holds the inputs of a call before that call is made, nor another notebook's. The job gets
+    ``shared_bytes``: room for the largest case's arrays in the harness's shared memory."""
+    if "tests" not in job:
+        return job, None
+    specs = [[case.get("specs", []) for case in test["cases"]] for test in job["tests"]]
+    tests = [{**test, "cases": [{k: v for k, v in case.items() if k != "specs"} for case in test["cases"]]}
+             for test in job["tests"]]
+    last = [(-1, -1)]
+
+    def answer(record: dict) -> bytes:
+        ask = record.get("ask")
+        if isinstance(ask, list) and len(ask) == 2 and all(type(n) is int for n in ask) and tuple(ask) > last[0] \
+                and 0 <= ask[0] < len(specs) and 0 <= ask[1] < len(specs[ask[0]]):
+            last[0] = tuple(ask)
+            return json.dumps({"specs": specs[ask[0]][ask[1]]}).encode()
+        return b'{"specs": null}'
+    room = max((_array_bytes(s) for cases in specs for s in cases), default=0)
+    return {**job, "tests": tests, "shared_bytes": room}, answer
+
+
+def _array_bytes(spec) -> int:
+    """The bytes a case's arrays take in the harness's shared memory (each 64-byte aligned)."""
+    if isinstance(spec, list):
+        return sum(_array_bytes(s) for s in spec)
+    if not isinstance(spec, dict):
+        return 0
+    if "$array" in spec:
+        a = spec["$array"]
+        return -(-math.prod(a["shape"]) * np.dtype(a["dtype"]).itemsize // 64) * 64
+    return sum(_array_bytes(v) for v in spec.values())
 
 
 def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors, inputs) -> Report:
