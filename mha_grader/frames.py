@@ -44,7 +44,7 @@ def events(records: list, job: dict) -> dict:
         if record == {"harness": "started"}:
             continue
         test = record.get("test")
-        if test not in tests:
+        if not isinstance(test, str) or test not in tests:
             raise Invalid(f"a record names a test that this notebook does not have ({_quote(test)})")
         _one(record, tests[test], found[test])
     return found
@@ -63,7 +63,7 @@ def _one(record: dict, test: dict, slot: dict) -> None:
         slot["cells"] = [_failure(f, "label") for f in record["cells"]]
     elif keys == {"status", "detail"}:
         status, detail = record["status"], record["detail"]
-        if slot["status"] is not None or status not in STATUSES:
+        if slot["status"] is not None or not isinstance(status, str) or status not in STATUSES:
             raise Invalid(f"a test's status is unknown or came twice ({_quote(status)})")
         if not (detail is None or _int(detail) or _number(detail) or isinstance(detail, str)):
             raise Invalid("a test's status has a detail that is not a number or text")
@@ -137,7 +137,7 @@ def array(spec) -> dict:
     if not isinstance(spec, dict) or set(spec) != {"dtype", "shape", "data"}:
         raise Invalid("an array record does not have the fields dtype, shape and data")
     dtype, shape, data = spec["dtype"], spec["shape"], spec["data"]
-    if dtype not in calling.DTYPES or not isinstance(shape, list) or len(shape) > MAX_DIMS \
+    if not isinstance(dtype, str) or dtype not in calling.DTYPES or not isinstance(shape, list) or len(shape) > MAX_DIMS \
             or not all(_int(n) and 0 <= n <= calling.MAX_ELEMENTS for n in shape):
         raise Invalid("an array record has an unknown dtype or a malformed shape")
     if math.prod(shape) > calling.MAX_ELEMENTS or not isinstance(data, str):
