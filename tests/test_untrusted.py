@@ -126,42 +126,52 @@ def test_what_a_student_handed_in_besides_the_notebooks_is_one_counted_line(batc
 
 # --- the sandbox holds only the inputs of the call being made ------------------------------------
 
-MARK = 1234567.890625  # exactly representable: its eight bytes are looked for
+MARK = 1234567.890625
+SCRAMBLE = 0x9E3779B97F4A7C15  # odd: x -> x * SCRAMBLE (mod 2**64) is one to one
 
 
 @needs_root
 def test_the_sandbox_holds_only_the_inputs_of_the_call_being_made():
-    """Case 0 searches the job folder, /tmp and its own memory for the bytes of an input that only
-    the last case has; the last case finds them in its own memory (the search works)."""
+    """Case 0 looks for an input that only the last case has: in the job folder and /tmp (its bytes,
+    as base64 and as JSON would hold them) and in its own memory; the last case finds it in its own
+    memory (the search works). The search holds only backwards or scrambled forms of what it looks
+    for, so that it never finds itself."""
+    bits = int(np.float64(MARK).view(np.uint64))
+    marked = calling.encode_array(np.full((2, 3), MARK))
     search = textwrap.dedent("""
-        import os, re, numpy as np
-        MARK = np.float64(%r).tobytes()
+        import os, numpy as np
+        NEEDLES = [n[::-1] for n in (%r, %r)]  # written backwards: the job holds this source
+        WANT, SCRAMBLE = np.uint64(%d), np.uint64(%d)
         def probe(x):
             found = []
             for folder in ("/job", "/tmp"):
                 for name in os.listdir(folder):
                     path = os.path.join(folder, name)
-                    if os.path.isfile(path) and MARK in open(path, "rb").read():
+                    if os.path.isfile(path) and any(n in open(path, errors="replace").read() for n in NEEDLES):
                         found.append(path)
             with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
                 for line in maps:
-                    start, end = (int(n, 16) for n in line.split()[0].split("-"))
-                    if "r" not in line.split()[1]:
+                    span, rights = line.split()[:2]
+                    start, end = (int(n, 16) for n in span.split("-"))
+                    if "r" not in rights:
                         continue
                     try:
                         mem.seek(start)
-                        if MARK in mem.read(end - start):
-                            found.append("memory")
+                        chunk = mem.read(end - start)
                     except (OSError, OverflowError, ValueError):
-                        pass
+                        continue
+                    words = np.frombuffer(chunk, np.uint64, len(chunk) // 8)
+                    if np.any(words * SCRAMBLE == WANT):
+                        found.append("memory")
             return sorted(set(found))
-    """ % MARK)
-    plain, marked = calling.encode_array(np.zeros((2, 3))), calling.encode_array(np.full((2, 3), MARK))
+    """ % (marked["$array"]["data"][:40][::-1], repr(MARK)[::-1], (bits * SCRAMBLE) % 2 ** 64, SCRAMBLE))
+    plain = calling.encode_array(np.zeros((2, 3)))
     job = {"torch": False, "cells": [{"label": "c0", "source": search}],
            "tests": [{"id": "t0", "cases": [{"function": "probe", "names": ["x"], "specs": [plain]}] * 2},
                      {"id": "t1", "cases": [{"function": "probe", "names": ["x"], "specs": [plain]},
                                             {"function": "probe", "names": ["x"], "specs": [marked]}]}]}
-    report = sandbox.run(job, sandbox.Limits(test_s=20, notebook_s=40))
+    with np.errstate(over="ignore"):
+        report = sandbox.run(job, sandbox.Limits(test_s=20, notebook_s=40))
     found = {(r["test"], r["case"]): calling.decode(r["outcome"]["result"]) for r in report.records if "outcome" in r}
     assert found[("t0", 0)] == found[("t0", 1)] == found[("t1", 0)] == [], found
     assert found[("t1", 1)] == ["memory"], found
