@@ -20,6 +20,7 @@ from . import notebooks
 
 GRADER_VERSION = "1"
 MAX_ENTRIES = 1_000  # entries of one student's folder that are listed
+MAX_RENAMED = 10     # other .ipynb files of one student read to find a renamed notebook
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 
 
@@ -77,10 +78,18 @@ class Course:
                     more = True
                     break
                 files[entry.name] = Path(entry.path)
-        chosen: dict[str, Path | None] = {name: files.pop(f"{name}.ipynb", None) for name in self.releases}
-        notes, skipped = [], []
+        chosen: dict[str, Path | None] = {}
+        for name in self.releases:  # looked up by name, however many entries the folder has
+            files.pop(f"{name}.ipynb", None)
+            path = folder / f"{name}.ipynb"
+            chosen[name] = path if os.path.lexists(path) else None
+        notes, skipped, tries = [], [], MAX_RENAMED
         for fname, path in sorted(files.items()):
-            match = self._renamed(path, [n for n, p in chosen.items() if p is None]) if len(notes) < 5 else None
+            missing = [n for n, p in chosen.items() if p is None]
+            match = None
+            if missing and tries and fname.endswith(".ipynb") and not path.is_symlink():
+                tries -= 1
+                match = self._renamed(path, missing)
             if match:
                 chosen[match] = path
                 notes.append(f"{_shown(fname)} is graded as {match}.ipynb (its cells carry that notebook's ids).")
@@ -91,8 +100,6 @@ class Course:
         return chosen, notes
 
     def _renamed(self, path: Path, missing: list[str]) -> str | None:
-        if not missing or not path.name.endswith(".ipynb") or path.is_symlink():
-            return None
         nb, _, _ = notebooks.read_submission(path)
         if nb is None:
             return None

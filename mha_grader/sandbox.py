@@ -210,6 +210,7 @@ def _collect(channel: int, timeout: float, inputs=None) -> Report:
     each ``{"ask": ...}`` answered with ``inputs(record)``."""
     report, start = Report(), time.monotonic()
     buffer, total, pending = b"", 0, b""
+    os.set_blocking(channel, False)
     try:
         while True:
             left = timeout - (time.monotonic() - start)
@@ -220,11 +221,16 @@ def _collect(channel: int, timeout: float, inputs=None) -> Report:
             if writable:
                 try:
                     pending = pending[os.write(channel, pending[:1 << 16]):]
+                except BlockingIOError:
+                    pass
                 except OSError:
                     pending = b""  # the job is gone; what it sent is still read
             if not readable:
                 continue
-            chunk = os.read(channel, 1 << 16)
+            try:
+                chunk = os.read(channel, 1 << 16)
+            except BlockingIOError:
+                continue
             if not chunk:
                 break
             total += len(chunk)
@@ -236,11 +242,13 @@ def _collect(channel: int, timeout: float, inputs=None) -> Report:
             if len(buffer) > MAX_LINE:
                 buffer, report.truncated = b"", True
             for line in lines:
-                _parse(line, report)
-                record = report.records[-1] if report.records else None
-                if isinstance(record, dict) and "ask" in record and len(record) == 1:
-                    report.records.pop()
+                record = _parse(line)
+                if record is None:
+                    report.garbage += 1
+                elif set(record) == {"ask"}:  # answered, not kept
                     pending += (inputs(record) if inputs else b"{}") + b"\n"
+                else:
+                    report.records.append(record)
     finally:
         os.close(channel)
     report.seconds = time.monotonic() - start
@@ -333,16 +341,13 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _parse(line: bytes, report: Report) -> None:
+def _parse(line: bytes) -> dict | None:
+    """A line as a JSON object, or None."""
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):
-        report.garbage += 1
-        return
-    if isinstance(record, dict):
-        report.records.append(record)
-    else:
-        report.garbage += 1
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def probe(private: list[str], readonly: list[str], unsafe: bool = False) -> list[str]:
