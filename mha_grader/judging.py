@@ -24,6 +24,9 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
 
     ``cases``: {grade id: the hidden cases of that cell} (drawn from the secret by the caller, so
     that a worker needs no secret); ``reason``: why ``nb`` is None (not handed in, not JSON, ...).
+    status: "graded"; "missing" or "unreadable" (no notebook to run); "ungradable" (its records were
+    outside the schema, or the grader failed on it: every test 0, one sentence why); "infra" (the
+    sandbox returned nothing: the caller retries).
     """
     start = time.monotonic()
     if nb is None:
@@ -75,7 +78,7 @@ def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
 
 def _judge_all(release, cases, blocked, prog, report, job, limits) -> list[dict]:
     events = frames.events(report.records, job)
-    if report.garbage:
+    if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
         raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
     tests = []
     for g in release.grade_cells:
