@@ -193,7 +193,8 @@ class Test:
 
     def frame(self) -> tuple[str, object]:
         """("frame", the child's next frame as parsed JSON) or (status, detail) when it has none."""
-        while b"\n" not in self.buffer:
+        chunk = self.buffer
+        while b"\n" not in chunk:  # (only the newest chunk can hold the line's end)
             left = self.deadline - time.monotonic()
             ready, _, _ = select.select([self.answers, self.pidfd], [], [], max(left, 0.0))
             if self.answers in ready:
