@@ -54,6 +54,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) 
     JOB = json.load(_fh)
 MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader reads 8 MB per line)
 ALIGN = 64
+FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's schema allows far less)
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -206,10 +207,7 @@ class Test:
                     continue
             return self.ended() if ready else ("timeout", None)
         line, self.buffer = self.buffer.split(b"\n", 1)
-        try:
-            return "frame", json.loads(line)
-        except (ValueError, RecursionError):
-            return "frame", None
+        return "frame", parse_frame(line)
 
     def ended(self) -> tuple[str, object]:
         """Wait for the child (it closed its pipe or ended): ("done"|"exit"|"signal", detail)."""
@@ -263,6 +261,19 @@ def run_test(index: int, test: dict, shared: Shared, channel: Channel, seconds: 
         return "done", 0
     finally:
         job.close()
+
+
+def parse_frame(line: bytes):
+    """A child's line as JSON, at most FRAME_DEPTH deep (else None): whatever it holds, this process
+    can parse it, write it out again and never raise."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(FRAME_DEPTH)
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def observed(outcome, changed: set[str], names: list[str]) -> dict:

@@ -45,7 +45,9 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
         return _ungradable(release, err, start)
     report = sandbox.run(job, limits, unsafe) if job["tests"] \
         else sandbox.Report(returncode=0)
-    if job["tests"] and not report.records:  # the sandbox itself failed: retried, never the student's zero
+    if job["tests"] and (not report.records or report.returncode == sandbox.HARNESS_FAILED):
+        # the sandbox or the harness itself failed (student code runs only in the harness's children,
+        # which never return into it): retried, never the student's zero
         return {"tests": [_result(g, False, "Not graded yet: the sandbox failed.", None) for g in release.grade_cells],
                 "notes": [f"sandbox: {frames.text(report.stderr.strip(), 500)}"], "status": "infra",
                 "seconds": round(time.monotonic() - start, 3)}

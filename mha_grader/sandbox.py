@@ -41,6 +41,7 @@ CALLING = HERE.parent / "mha_checks" / "calling.py"
 UID_BASE, SLOTS = 61000, 256
 MAX_REPORT = 32 * 1024 * 1024  # bytes of records read back from one job
 MAX_LINE = 8 * 1024 * 1024
+HARNESS_FAILED = 70  # the job's exit status when its program raised (forkserver._exit_with)
 ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
        "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
 

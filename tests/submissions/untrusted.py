@@ -107,6 +107,16 @@ def malformed_outcome(course):
     return _answer(course, O, "output_projection", code)
 
 
+def deep_frame(course):
+    """output_projection sends its harness a frame nested 5,000 deep (the harness's own parser and
+    writer must survive it), then returns the right answer."""
+    reference = kit.solution_cells(O)["output_projection"]
+    code = SPRAY + reference.replace("def output_projection(", "def _right(", 1) + (
+        "\ndef output_projection(*args, **kwargs):\n    _spray('[' * 5000 + ']' * 5000 + '\\n')\n"
+        "    return _right(*args, **kwargs)\n")
+    return _answer(course, O, "output_projection", code)
+
+
 def surrogates_and_escapes(course):
     """split_heads raises a 100 kB message with a lone surrogate and terminal escapes, in a class
     whose name holds escapes too (a class name cannot hold a lone surrogate)."""
@@ -181,5 +191,6 @@ UNTRUSTED = [
     Hostile("u11_too_deep", too_deep, {S: 0}, {S: "nested too deeply"}),
     Hostile("u12_too_many_values", too_many_values, {O: 0}, {O: "JSON values"}),
     Hostile("u13_honest_with_clutter", honest_with_clutter, FULL, extra=_clutter),
+    Hostile("u14_deep_frame", deep_frame, {O: 1}, {O: "no answer came back"}),
     Hostile("u99_honest_last", honest, FULL),
 ]
