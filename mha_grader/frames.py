@@ -6,8 +6,9 @@ has the shape the harness writes (harness.py's docstring), for the job's own tes
 once each, with bounded counts, lengths, depths and array sizes; anything else raises
 :class:`Invalid` with one sentence saying what was wrong, and that notebook "could not be graded".
 Every string that can reach a page, a terminal or a CSV is made valid text (a lone surrogate
-becomes U+FFFD, as does every control character but newline and tab) and cut to a stated length here, at the boundary: the sinks escape
-what they print (report.py, feedback.py), nothing downstream sees an unbounded string.
+becomes U+FFFD, as does every control character but newline and tab) and cut to a stated length
+here, at the boundary: the sinks escape what they print (report.py, feedback.py), and nothing
+downstream sees an unbounded string.
 """
 import base64
 import math
@@ -137,8 +138,8 @@ def array(spec) -> dict:
     if not isinstance(spec, dict) or set(spec) != {"dtype", "shape", "data"}:
         raise Invalid("an array record does not have the fields dtype, shape and data")
     dtype, shape, data = spec["dtype"], spec["shape"], spec["data"]
-    if not isinstance(dtype, str) or dtype not in calling.DTYPES or not isinstance(shape, list) or len(shape) > MAX_DIMS \
-            or not all(_int(n) and 0 <= n <= calling.MAX_ELEMENTS for n in shape):
+    if not isinstance(dtype, str) or dtype not in calling.DTYPES or not isinstance(shape, list) \
+            or len(shape) > MAX_DIMS or not all(_int(n) and 0 <= n <= calling.MAX_ELEMENTS for n in shape):
         raise Invalid("an array record has an unknown dtype or a malformed shape")
     if math.prod(shape) > calling.MAX_ELEMENTS or not isinstance(data, str):
         raise Invalid(f"an array record holds more than {calling.MAX_ELEMENTS} elements")

@@ -200,8 +200,8 @@ def _no_outcome(events: dict, report, limits) -> str:
 
 def _no_outcome_label(events: dict) -> str:
     status = (events.get("status") or ("no result",))[0]
-    return {"timeout": "timeout", "cells": "timeout", "budget": "notebook time budget", "signal": "crash", "exit": "process ended",
-            "large": "result too large"}.get(
+    return {"timeout": "timeout", "cells": "timeout", "budget": "notebook time budget", "signal": "crash",
+            "exit": "process ended", "large": "result too large"}.get(
         status, "no result")
 
 

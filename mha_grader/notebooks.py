@@ -1,9 +1,9 @@
 """Submissions read as data: which cells of a student's notebook the grader runs, and why.
 
 Nothing the student hands in is executed or followed here: a submission is a regular file (not
-a link) of bounded size, parsed as JSON, with bounded cells (see :func:`read_submission`). The student's cells are matched to the release's by
-nbgrader grade id; where the metadata was stripped or edited, a solution cell is recognised by
-the function it defines. Grade (test) cells are never run: the hidden tests are the grader's.
+a link) of bounded size, parsed as JSON, with bounded cells (see :func:`read_submission`). The
+student's cells are matched to the release's by nbgrader grade id; where the metadata was
+stripped or edited, a solution cell is recognised by the function it defines. Grade (test) cells are never run: the hidden tests are the grader's.
 """
 import ast
 import hashlib

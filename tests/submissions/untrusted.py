@@ -42,7 +42,8 @@ def forged_records(course):
 def lies_about_its_arguments(course):
     """project zeroes x in place after computing, and makes the harness's own comparison in its
     process say that nothing changed (calling._same)."""
-    code = ("def project(x, w, b=None):\n    import sys\n    sys.modules['calling']._same = lambda before, after: True\n"
+    code = ("def project(x, w, b=None):\n    import sys\n"
+            "    sys.modules['calling']._same = lambda before, after: True\n"
             "    out = x @ w + (0 if b is None else b)\n    x *= 0\n    return out\n")
     return _answer(course, P, "project", code)
 
