@@ -9,6 +9,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024  # the file
 MAX_JSON_VALUES = 500_000             # values in it (bounds the memory its decoding takes, ~70 MB at most)
 MAX_CELLS = 1_000
 MAX_CODE_CHARS = 100_000              # one code cell's source
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_AST_NODES, MAX_AST_DEPTH = 50_000, 100  # the syntax trees of all its code cells together; one's depth
 
 
@@ -46,10 +48,11 @@ class Program:
 
 
 def source(cell: dict) -> str:
+    """A cell's source as valid text (JSON can carry a lone surrogate, which no file or page can hold)."""
     src = cell.get("source", "")
     if isinstance(src, list):
         src = "".join(s for s in src if isinstance(s, str))
-    return src if isinstance(src, str) else ""
+    return LONE_SURROGATE.sub("\ufffd", src) if isinstance(src, str) else ""
 
 
 def nbgrader_meta(cell: dict) -> dict:

@@ -169,6 +169,12 @@ def _clutter(course, folder):
     (folder / "evil\n\x1b[31mname.txt").write_text("x")
 
 
+def surrogate_in_source(course):
+    """A right project whose answer cell carries a lone surrogate in a comment (valid JSON)."""
+    code = kit.solution_cells(P)["project"].replace("\n", "  # \udcff\n", 1)
+    return _answer(course, P, "project", code)
+
+
 def honest_with_clutter(course):
     return {n: kit.filled(course, n) for n in kit.NOTEBOOKS}
 
@@ -193,5 +199,6 @@ UNTRUSTED = [
     Hostile("u12_too_many_values", too_many_values, {O: 0}, {O: "JSON values"}),
     Hostile("u13_honest_with_clutter", honest_with_clutter, FULL, extra=_clutter),
     Hostile("u14_deep_frame", deep_frame, {O: 1}, {O: "no answer came back"}),
+    Hostile("u15_surrogate_in_source", surrogate_in_source, {P: 3}),
     Hostile("u99_honest_last", honest, FULL),
 ]
