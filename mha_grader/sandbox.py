@@ -24,6 +24,7 @@ import dataclasses
 import fcntl
 import functools
 import json
+import math
 import os
 import select
 import shutil
@@ -38,11 +39,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 CALLING = HERE.parent / "mha_checks" / "calling.py"
 UID_BASE, SLOTS = 62000, 256
 MAX_REPORT = 32 * 1024 * 1024  # bytes of records read back from one job
 MAX_LINE = 8 * 1024 * 1024
+HARNESS_FAILED = 70  # the job's exit status when its program raised (forkserver._exit_with)
 ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
        "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
 
@@ -141,7 +145,11 @@ def _slot():
 
 def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py",
         hardening: Hardening = Hardening()) -> Report:
-    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel."""
+    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel.
+
+    A case's inputs (its "specs") stay here: the job folder holds none, and the harness gets each
+    case's only when it asks, just before that call (see :func:`_inputs_kept_outside`)."""
+    job, inputs = _inputs_kept_outside(job)
     with tempfile.TemporaryDirectory(prefix="mha-job-") as tmp:
         job_dir = Path(tmp) / "job"
         job_dir.mkdir()
@@ -154,13 +162,13 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
             path.chmod(0o755 if path.is_dir() else 0o644)
         with open(Path(tmp) / "stderr.txt", "w+b") as errors:
             if unsafe:  # --unsafe-no-sandbox: the same program, no isolation at all (the job folder stands in for /job)
-                report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp)
+                report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp, inputs)
             else:
                 slot, lock = _slot()
                 with lock:
                     report = _run_sandboxed(SERVERS[bool(job.get("torch"))],
                                             _request(mount_point, job_dir, program, slot, limits, hardening),
-                                            limits, errors)
+                                            limits, errors, inputs)
             errors.seek(0)
             report.stderr = errors.read(4096).decode(errors="replace")
         return report
@@ -177,10 +185,46 @@ def _request(root: Path, job_dir: Path, program: str, slot: int, limits: Limits,
             "caps": {"memory": limits.memory, "processes": limits.processes, "cpus": limits.cpus}}
 
 
-def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors) -> Report:
+def _inputs_kept_outside(job: dict):
+    """(the job without its cases' inputs, the answer to the harness's ``{"ask": [t, i]}``).
+
+    The answer is test t's case i's inputs, each case once and in order, so that the sandbox never
+    holds the inputs of a call before that call is made, nor another notebook's. The job gets
+    ``shared_bytes``: room for the largest case's arrays in the harness's shared memory."""
+    if "tests" not in job:
+        return job, None
+    specs = [[case.get("specs", []) for case in test["cases"]] for test in job["tests"]]
+    tests = [{**test, "cases": [{k: v for k, v in case.items() if k != "specs"} for case in test["cases"]]}
+             for test in job["tests"]]
+    last = [(-1, -1)]
+
+    def answer(record: dict) -> bytes:
+        ask = record.get("ask")
+        if isinstance(ask, list) and len(ask) == 2 and all(type(n) is int for n in ask) and tuple(ask) > last[0] \
+                and 0 <= ask[0] < len(specs) and 0 <= ask[1] < len(specs[ask[0]]):
+            last[0] = tuple(ask)
+            return json.dumps({"specs": specs[ask[0]][ask[1]]}).encode()
+        return b'{"specs": null}'
+    room = max((_array_bytes(s) for cases in specs for s in cases), default=0)
+    return {**job, "tests": tests, "shared_bytes": room}, answer
+
+
+def _array_bytes(spec) -> int:
+    """The bytes a case's arrays take in the harness's shared memory (each 64-byte aligned)."""
+    if isinstance(spec, list):
+        return sum(_array_bytes(s) for s in spec)
+    if not isinstance(spec, dict):
+        return 0
+    if "$array" in spec:
+        a = spec["$array"]
+        return -(-math.prod(a["shape"]) * np.dtype(a["dtype"]).itemsize // 64) * 64
+    return sum(_array_bytes(v) for v in spec.values())
+
+
+def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors, inputs) -> Report:
     """The job through the fork server; its exit status comes back on a connection of its own,
     whose closing (here, on a timeout or when the grader dies) kills the job."""
-    read_end, write_end = os.pipe()
+    read_end, write_end = _channel()
     ours, theirs = socket.socketpair()
     with ours:
         try:
@@ -188,7 +232,7 @@ def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors)
         finally:
             os.close(write_end)
             theirs.close()
-        report = _collect(read_end, limits.notebook_s + 30)
+        report = _collect(read_end, limits.notebook_s + 30, inputs)
         if not (report.timed_out or report.truncated):  # else: closing ours ends the job
             ours.settimeout(10)
             try:
@@ -199,14 +243,14 @@ def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors)
     return report
 
 
-def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str) -> Report:
-    read_end, write_end = os.pipe()
+def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str, inputs) -> Report:
+    read_end, write_end = _channel()
     proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, env=ENV, start_new_session=True,
                             preexec_fn=_die_with_parent)
     os.close(write_end)
     try:
-        report = _collect(read_end, limits.notebook_s + 30)
+        report = _collect(read_end, limits.notebook_s + 30, inputs)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -214,20 +258,38 @@ def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str) -> Report:
     return report
 
 
-def _collect(read_end: int, timeout: float) -> Report:
-    """JSON lines from ``read_end`` until every writer has closed it or time is up (then closed)."""
+def _channel() -> tuple[int, int]:
+    """The report channel: (our end, the job's end) of a stream socket pair."""
+    ours, theirs = socket.socketpair()
+    return ours.detach(), theirs.detach()
+
+
+def _collect(channel: int, timeout: float, inputs=None) -> Report:
+    """JSON lines from ``channel`` until every writer has closed it or time is up (then closed);
+    each ``{"ask": ...}`` answered with ``inputs(record)``."""
     report, start = Report(), time.monotonic()
-    buffer, total = b"", 0
+    buffer, total, pending = b"", 0, b""
+    os.set_blocking(channel, False)
     try:
         while True:
             left = timeout - (time.monotonic() - start)
             if left <= 0:
                 report.timed_out = True
                 break
-            ready, _, _ = select.select([read_end], [], [], left)
-            if not ready:
+            readable, writable, _ = select.select([channel], [channel] if pending else [], [], left)
+            if writable:
+                try:
+                    pending = pending[os.write(channel, pending[:1 << 16]):]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    pending = b""  # the job is gone; what it sent is still read
+            if not readable:
                 continue
-            chunk = os.read(read_end, 1 << 16)
+            try:
+                chunk = os.read(channel, 1 << 16)
+            except BlockingIOError:
+                continue
             if not chunk:
                 break
             total += len(chunk)
@@ -239,9 +301,15 @@ def _collect(read_end: int, timeout: float) -> Report:
             if len(buffer) > MAX_LINE:
                 buffer, report.truncated = b"", True
             for line in lines:
-                _parse(line, report)
+                record = _parse(line)
+                if record is None:
+                    report.garbage += 1
+                elif set(record) == {"ask"}:  # answered, not kept
+                    pending += (inputs(record) if inputs else b"{}") + b"\n"
+                else:
+                    report.records.append(record)
     finally:
-        os.close(read_end)
+        os.close(channel)
     report.seconds = time.monotonic() - start
     return report
 
@@ -332,16 +400,13 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _parse(line: bytes, report: Report) -> None:
+def _parse(line: bytes) -> dict | None:
+    """A line as a JSON object, or None."""
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):
-        report.garbage += 1
-        return
-    if isinstance(record, dict):
-        report.records.append(record)
-    else:
-        report.garbage += 1
+        return None
+    return record if isinstance(record, dict) else None
 
 
 FIXES = {  # claim checked outside: what to change on the machine when it fails
