@@ -30,7 +30,7 @@ class ReadyMade(Exception):
 
 def encode_array(a: np.ndarray, keep_layout: bool = False) -> dict:
     """``a`` as plain data; with ``keep_layout`` a transposed view is carried as one (see the module)."""
-    order = _transposition(a) if keep_layout else None
+    order = transposition(a) if keep_layout else None
     a = np.ascontiguousarray(a if order is None else a.transpose(order))
     if a.dtype.name not in DTYPES:
         a = a.astype(np.float64)
@@ -42,7 +42,7 @@ def encode_array(a: np.ndarray, keep_layout: bool = False) -> dict:
     return {"$array": spec}
 
 
-def _transposition(a: np.ndarray) -> list[int] | None:
+def transposition(a: np.ndarray) -> list[int] | None:
     """P such that ``a.transpose(P)`` is C-contiguous while ``a`` is not (None: no such P)."""
     a = np.asarray(a)
     if a.flags.c_contiguous or a.ndim < 2:

@@ -87,7 +87,7 @@ def linear_cases(rng, fn: str, bias: bool, unbatched: bool) -> list[Case]:
 def fuse_cases(rng) -> list[Case]:
     cases, seen = [], set()
     for i, with_bias in enumerate((True, True, False)):
-        h, d, d_k = sizes(rng, [(2, 4), (3, 6), (1, 5)], avoid={1: seen})
+        h, d, d_k = sizes(rng, [(2, 4), (3, 6), (2 if i == 1 else 1, 5)], avoid={1: seen})  # (d, 1) is contiguous
         seen.add(d)
         w = [rng.normal(size=(d, d_k)) for _ in range(h)]
         w = [view(w_i, (1, 0)) for w_i in w] if i == 1 else w  # heads kept as (d_k, d) rows, transposed
