@@ -9,7 +9,7 @@ import torch
 
 from mha_checks import arrays, attention, calling, hidden, visible
 from mha_checks.cases import Case
-from mha_checks.checks import attention_inputs
+from mha_checks.diagnosis.assembly import attention_inputs
 from mha_checks.judge import Verdict, judge
 
 RNG = np.random.default_rng(0)
@@ -160,7 +160,7 @@ def test_a_wrong_product_scale_is_estimated():
     assert "0.25 * x @ w" in v.message
 
 
-@pytest.mark.parametrize("divisor", [3.7, 0.5])
+@pytest.mark.parametrize("divisor", [3.7, 0.3])
 def test_a_wrong_scale_factor_is_fitted(divisor):
     def scaled(q, k, v, mha, causal):
         d_k = q.shape[-1] // mha.num_heads
@@ -226,8 +226,8 @@ def test_a_missing_return_and_not_implemented():
 @pytest.mark.parametrize("cross, causal", [(False, False), (False, True), (True, False), (True, True)])
 def test_the_numpy_reference_is_torchs_forward(cross, causal):
     case = mha_case(cross, causal)
-    mha = calling.guarded_mha(case.args[3].spec()["$mha"])
-    q, k, v = (torch.from_numpy(np.asarray(a)) for a in case.args[:3])
+    mha = calling.guarded_mha(case.args[3].spec()["$mha"]).double()  # the maths compared in float64
+    q, k, v = (torch.from_numpy(np.asarray(a, dtype=np.float64)) for a in case.args[:3])
     mask = ~torch.ones(q.shape[1], k.shape[1], dtype=torch.bool).tril() if causal else None
     with torch.no_grad():
         want = torch.nn.MultiheadAttention.forward(mha, q, k, v, attn_mask=mask, average_attn_weights=False)
@@ -243,7 +243,7 @@ def test_hidden_cases_have_all_different_sizes_and_follow_the_seed(grade_id):
     cases = hidden.hidden_cases(grade_id, np.random.default_rng(5))
     again = hidden.hidden_cases(grade_id, np.random.default_rng(5))
     assert cases and len(cases) == len(again)
-    from mha_checks.checks import SPECS
+    from mha_checks.diagnosis import SPECS
     for case, other in zip(cases, again):
         sizes = SPECS[case.function].sizes(case)
         if case.function == "multi_head_attention" and sizes["T_q"] == sizes["T_k"]:

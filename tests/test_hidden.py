@@ -7,7 +7,7 @@ import torch
 
 from mha_checks import calling, hidden
 from mha_checks.cases import MhaWeights
-from mha_checks.checks import SPECS
+from mha_checks.diagnosis import SPECS
 from mha_grader import secret
 
 SECRETS = 1000
