@@ -9,7 +9,7 @@ import numpy as np
 from .. import arrange, arrays, attention, variants
 from ..arrays import dims
 from ..cases import MhaWeights
-from .common import Fail, _np, compare, find_variant, named, read_array, read_pair
+from .common import Fail, _np, compare, find_variant, first_matches, named, read_array, read_pair
 
 
 def attention_inputs(case) -> attention.Inputs:
@@ -64,23 +64,56 @@ def _check_mha(case, result, call):
     compare(call, got_out, want_out, "B, T_q, d_model", "the output", tol, explain, sizes)
 
 
-def _find_pair(got_out, got_w, inp, tol):
-    for combo in variants.combos(attention.SWITCHES):
-        keys = frozenset(s.key for s in combo)
-        if not attention.compatible(keys):
-            continue
+def _find_pair(got_out, got_w, inp, tol) -> list[tuple]:
+    """The catalogued mistakes (every single one, else the first pair) that give both arrays exactly."""
+    def gives(combo) -> bool:
         try:
-            out, w = attention.forward(inp, keys)
-        except Exception:  # noqa: BLE001
-            continue
-        if arrays.all_close(got_w, w, tol) and arrays.all_close(got_out, out, tol):
-            return combo
-    return None
+            out, w = attention.forward(inp, frozenset(s.key for s in combo))
+        except Exception:  # noqa: BLE001 - a mistake that cannot run here explains nothing
+            return False
+        return arrays.all_close(got_w, w, tol) and arrays.all_close(got_out, out, tol)
+    return first_matches(attention.SWITCHES, gives, attention.compatible)
+
+
+def heads_left_out(got_w, want_w, tol) -> tuple[str, str] | None:
+    """(label, sentence) when the weights hold some of the heads, each right, and miss the others."""
+    if got_w.ndim != 4 or got_w.shape[0] != want_w.shape[0] or got_w.shape[2:] != want_w.shape[2:] \
+            or not 0 < got_w.shape[1] < want_w.shape[1]:
+        return None
+    kept = [next((i for i in range(want_w.shape[1]) if arrays.all_close(got_w[:, j], want_w[:, i], tol)), None)
+            for j in range(got_w.shape[1])]
+    if None in kept:
+        return None
+    missing = [i for i in range(want_w.shape[1]) if i not in kept]
+    return ("heads left out", f"Your weights hold heads {kept} of the h = {want_w.shape[1]}, each right, and "
+            f"not head{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}: loop over every head, "
+            "range(h) (or compute all heads at once).")
+
+
+def batch_note(got, want, tol) -> str:
+    """What the batch elements show, when the first is right and another is not (nothing otherwise)."""
+    if got.shape != want.shape or got.shape[0] < 2 or not arrays.all_close(got[:1], want[:1], tol):
+        return ""
+    wrong = [i for i in range(1, got.shape[0]) if not arrays.all_close(got[i:i + 1], want[i:i + 1], tol)]
+    if not wrong:
+        return ""
+    return (f" Batch element 0 is right and element{'s' if len(wrong) > 1 else ''} {', '.join(map(str, wrong))} "
+            "not: something mixes the batch elements (a reshape that lays the batch end to end, an operation over "
+            "dim=0); each element attends only to its own keys.")
+
+
+def numbers(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` written with as many digits as it takes to tell them apart (up to 10)."""
+    for digits in range(4, 11):
+        x, y = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if x != y:
+            return x, y
+    return x, y
 
 
 def localise(got_out, got_w, inp, tol, want_out, want_w):
     """(label, sentence): where the answer first departs from the reference, when no variant explains it."""
-    layout = attention.weights_layout_story(got_w, want_w, tol)
+    layout = attention.weights_layout_story(got_w, want_w, tol) or heads_left_out(got_w, want_w, tol)
     if layout or got_w.shape != want_w.shape:
         return layout
     s = inp.sizes
@@ -102,8 +135,8 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
                 return (f"softmax over the wrong axis ({axis})", f"The weights depart at the softmax: they sum "
                         f"to 1 over {axis}, not over the keys; use torch.softmax(scores, dim=-1).")
             return ("departs at the softmax", "The weights depart at the softmax: each query's row should be a "
-                    "distribution over the keys (non-negative, summing to 1): torch.softmax(scores, dim=-1)"
-                    + (", with the mask applied to the scores before it." if inp.causal else "."))
+                    "distribution over the keys (non-negative, summing to 1): torch.softmax(scores, dim=-1)."
+                    + batch_note(got_w, want_w, tol))
         story = attention.mask_story(got_w, inp, tol)
         if story:
             label, what, fix = story
@@ -111,10 +144,11 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
         scale = attention.fit_scale(got_w, inp)
         if scale is not None:
             name = attention.name_scale(scale, s)
-            said = f"{scale:.4g}" + (f" = {name}" if name else "")
+            said, right = numbers(scale, math.sqrt(s["d_k"]))
+            said += f" = {name}" if name else ""
             label = f"scores divided by {name or 'a wrong factor'} instead of sqrt(d_k)"
             return label, (f"The weights depart at the scale: your scores are divided by {said}, not by "
-                           f"sqrt(d_k) = {math.sqrt(s['d_k']):.4g} (d_k = d_model / h = {s['d_k']}); divide "
+                           f"sqrt(d_k) = {right} (d_k = d_model / h = {s['d_k']}); divide "
                            "q @ k.transpose(-2, -1) by math.sqrt(d_k).")
         per_head = attention.fit_scale_per_head(got_w, inp)
         if per_head is not None:
@@ -134,7 +168,8 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
             return label + (" + wrong scale" if off else ""), text
         return ("departs before the softmax", "The weights depart before the softmax: the scores Q K^T differ "
                 "from the reference; check the projections (rows 0:d and d:2d of mha.in_proj_weight, "
-                "x @ W.T + b) and the split into heads ((B, T, h, d_k), then swap axes 1 and 2).")
+                "x @ W.T + b) and the split into heads ((B, T, h, d_k), then swap axes 1 and 2)."
+                + batch_note(got_w, want_w, tol))
     # the weights are right: the departure is after the softmax
     w_o, b_o = inp.weights["out_proj_weight"], inp.weights["out_proj_bias"]
     q, k, v, _ = attention.projections(inp)
@@ -163,7 +198,7 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
                 "remove the extra factor (out = F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)).")
     return ("departs after the softmax", "The weights are right; the output departs after the softmax, in "
             "weights @ V (the value projection: rows 2d:3d of mha.in_proj_weight and b_v), the merge "
-            "((B, h, T_q, d_k) -> (B, T_q, h, d_k) -> (B, T_q, d_model)) or W^O.")
+            "((B, h, T_q, d_k) -> (B, T_q, h, d_k) -> (B, T_q, d_model)) or W^O." + batch_note(got_out, want_out, tol))
 
 
 def dropout_story(p: float) -> tuple[str, str]:
@@ -194,9 +229,9 @@ def _weight_problem(w, inp, tol):
     if layout:
         return ("the attention weights are not laid out as (B, h, T_q, T_k).", *layout)
     if np.isnan(w).any():
-        return ("the attention weights contain NaN.", "NaN in the weights",
-                "A softmax over a row whose scores are all -inf gives NaN: does your mask hide every key from "
-                "some query?")
+        first = tuple(int(i) for i in np.argwhere(np.isnan(w))[0])
+        return (f"the attention weights contain NaN (first at index {first}).", "NaN in the weights",
+                "A softmax gives NaN on a row whose scores are all -inf or hold inf - inf: print that row's scores.")
     if (w < -tol).any():
         return ("some attention weights are negative; a softmax gives weights in [0, 1].", "negative weights",
                 "Return torch.softmax(scores, dim=-1).")
@@ -211,10 +246,8 @@ def _weight_problem(w, inp, tol):
         if axis:
             return (text, f"softmax over the wrong axis ({axis})",
                     f"They sum to 1 over {axis} instead: the softmax must run over the keys, dim=-1.")
-        if inp.causal and attention.mask_story(w, inp, tol) is None:
-            return (text, "mask applied after the softmax", "The future keys get weight 0 but the rows no longer "
-                    "sum to 1: mask the scores with -inf before the softmax, not the weights after it.")
-        return text, "weights are not a softmax over the keys", "Return torch.softmax(scores, dim=-1)."
+        return (text, "weights are not a softmax over the keys",
+                "Return torch.softmax(scores, dim=-1)." + batch_note(w, attention.forward(inp)[1], tol))
     story = attention.mask_story(w, inp, tol)
     if story:
         label, what, fix = story

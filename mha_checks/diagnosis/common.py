@@ -55,8 +55,17 @@ def read_pair(value, call: str, names: str) -> tuple:
                "not a pair")
 
 
-def named(switches: tuple, prefix: str = "") -> tuple[str, str]:
-    """(label, sentence) for one or two mistakes."""
+def named(switches, prefix: str = "") -> tuple[str, str]:
+    """(label, sentence) for one or two mistakes; for a list of such combinations (each reproduces the
+    answer: the numbers of this call cannot tell them apart), all of them as alternatives."""
+    if isinstance(switches, list):
+        if len(switches) == 1:
+            return named(switches[0], prefix)
+        options = [named(c) for c in switches]
+        return " or ".join(label for label, _ in options), (
+            f"{prefix}The numbers here fit {len(options)} known mistakes equally (each gives exactly your "
+            "result on this call): " + "; or ".join(f"{label} ({c[0].fix})" if len(c) == 1 else label
+                                                   for (label, _), c in zip(options, switches)) + ".")
     label = " + ".join(s.label for s in switches)
     if len(switches) == 1:
         s = switches[0]
@@ -66,19 +75,31 @@ def named(switches: tuple, prefix: str = "") -> tuple[str, str]:
 
 
 def find_variant(got, tol: float, switches: list, compute: Callable, pick: Callable = lambda r: r,
-                 ok: Callable = lambda keys: True):
-    """The first mistake (or pair) whose result equals ``got``."""
+                 ok: Callable = lambda keys: True) -> list[tuple]:
+    """The mistakes (or the first pair) whose result equals ``got``: every single mistake that does,
+    else the first pair that does, else [] (nothing is named that does not reproduce ``got``)."""
+    return first_matches(switches, lambda combo: _gives(got, tol, compute, pick, combo), ok)
+
+
+def first_matches(switches: list, matches: Callable, ok: Callable = lambda keys: True) -> list[tuple]:
+    """Every single switch whose combination ``matches``; if none, the first matching pair, as a list."""
+    found = []
     for combo in variants.combos(switches):
-        keys = frozenset(s.key for s in combo)
-        if not ok(keys):
-            continue
-        try:
-            value = pick(compute(keys))
-        except Exception:  # noqa: BLE001 - a mistake that cannot run here explains nothing
-            continue
-        if value is not None and arrays.all_close(got, value, tol):
-            return combo
-    return None
+        if len(combo) == 2 and found:
+            break
+        if ok(frozenset(s.key for s in combo)) and matches(combo):
+            found.append(combo)
+            if len(combo) == 2:
+                break
+    return found
+
+
+def _gives(got, tol, compute, pick, combo) -> bool:
+    try:
+        value = pick(compute(frozenset(s.key for s in combo)))
+    except Exception:  # noqa: BLE001 - a mistake that cannot run here explains nothing
+        return False
+    return value is not None and arrays.all_close(got, value, tol)
 
 
 def compare(call: str, got: np.ndarray, want: np.ndarray, axes: str, what: str, tol: float,
@@ -96,9 +117,9 @@ def compare(call: str, got: np.ndarray, want: np.ndarray, axes: str, what: str, 
         return
     if np.isnan(got).any() and not np.isnan(want).any():
         found = explain(got)
-        raise Fail(f"{call}: NaN in {what}. A softmax over a row whose scores are all -inf gives NaN: "
-                   "does a mask hide every key from some query?" + (" " + found[1] if found else ""),
-                   found[0] if found else "NaN in the result")
+        first = tuple(int(i) for i in np.argwhere(np.isnan(got))[0])
+        raise Fail(f"{call}: NaN in {what} (first at index {first}), where the right answer has none."
+                   + (" " + found[1] if found else ""), found[0] if found else "NaN in the result")
     found = explain(got)
     if (found is None or found[0] in VAGUE) and arrays.half_precision_only(got, want):
         found = ("precision lost (16-bit arithmetic inside)", f"Your values are right to about 3 digits only, as if "
@@ -106,6 +127,7 @@ def compare(call: str, got: np.ndarray, want: np.ndarray, axes: str, what: str, 
                  "compute in float32 or float64, or return the 16-bit result as it is.")
     where = arrays.first_difference(got, want, tol)
     label, text = found or ("wrong values", "Check each step against the worked example." + sizes_note(sizes))
+    text = text if text.endswith(".") else text + "."
     raise Fail(f"{call}: wrong values in {what} ({where}). {text}", label)
 
 

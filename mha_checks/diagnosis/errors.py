@@ -16,7 +16,7 @@ def error_fail(call: str, case, error: dict, sizes: dict) -> None:
     if kind == "NotImplementedError":
         raise Fail(f"{call} raised NotImplementedError: it is not written yet (replace "
                    "`raise NotImplementedError()` with your code).", "not written yet")
-    hint = error_hint(case, message, sizes) or same_error(case, kind, message)
+    hint = error_hint(case, message, sizes, kind) or same_error(case, kind, message)
     label = hint[0] if hint else f"raises {kind}"
     text = f" {hint[1]}" if hint else _numbers_note(message, sizes)
     raise Fail(f"{call} raised {kind}{at}: {message.rstrip('.')}.{text}", label)
@@ -52,20 +52,17 @@ def _per_head_runner(case):
 
 
 def _numbers_note(message: str, sizes: dict) -> str:
-    """'Here 4 = d_k, 6 = T_q.' for the sizes an error message mentions."""
-    names = {}
-    for n, v in sizes.items():
-        names.setdefault(int(v), []).append(n)
-    said = []
-    for token in dict.fromkeys(re.findall(r"(?<![\w.])(\d+)(?![\w.])", message)):
-        v = int(token)
-        if v > 1 and v in names and len(names[v]) == 1:
-            said.append(f"{v} = {names[v][0]}")
-    return f" Here {', '.join(said)}." if said else ""
+    """This call's sizes, for the student to read the error's numbers against (a number of the message
+    is never labelled by its value alone: a 5 in it may be any of the sizes that are 5)."""
+    return (" This call's sizes: " + ", ".join(f"{k} = {v}" for k, v in sizes.items()) + ".") if sizes else ""
 
 
-def error_hint(case, message: str, sizes: dict):
-    """A named mistake for errors that tell it: None added, an unbatched input, sizes of exercise 5."""
+SHAPE_ERRORS = {"RuntimeError", "ValueError", "AssertionError", "IndexError"}
+
+
+def error_hint(case, message: str, sizes: dict, kind: str = ""):
+    """(label, sentence) when the error's own words, read by position, say what happened, or a fact of
+    this call that the error meets (None otherwise)."""
     bias = {"project": "b", "output_projection": "b_o", "output_projection_per_head": "b_o"}.get(case.function)
     if bias and "NoneType" in message and (list(case.args) + [None] * 3)[2] is None:
         return (f"{bias}=None not handled", f"Here {bias} is None (no bias) and adding None fails: add the bias "
@@ -77,26 +74,59 @@ def error_hint(case, message: str, sizes: dict):
                 f"{keyword.group(1)}= (NumPy's transpose takes axes=, torch's transpose two dims, TensorFlow's "
                 "takes perm=): check its signature.")
     if case.function == "split_heads" and "equal division" in message:
-        return named((variants.Switch("", *variants.SPLIT_ALONG_TIME),), f"Here T = {sizes['T']} cannot be cut into "
-                     f"h = {sizes['h']} equal parts. ")
-    if case.function in ("project", "output_projection") and np.ndim(case.args[0]) == 2:
-        return ("fails on unbatched input", "This x is unbatched, (T, d_in): write the projection for any "
-                "leading axes (x @ w works for (T, d_in) and (B, T, d_in) alike).")
+        return ("split along an axis h does not divide", f"np.split could not cut an axis into h = {sizes['h']} "
+                f"equal parts. The feature axis always can (d = h*d_k = {sizes['h'] * sizes['d_k']}); T = "
+                f"{sizes['T']} and B = {sizes['B']} may not: {variants.SPLIT_ALONG_TIME[1]}.")
+    if case.function in ("project", "output_projection"):
+        return _linear_error(case, message)
     if case.function != "multi_head_attention" or not sizes:
         return None
-    numbers = {int(t) for t in re.findall(r"\d+", message)}
-    d_k, d, t_q, t_k = sizes["d_k"], sizes["d_model"], sizes["T_q"], sizes["T_k"]
-    if d_k != d and d_k in numbers and d in numbers and ("mat" in message or "shape" in message):
-        return named((attention.BY_KEY["heads_averaged"],), "A tensor with d_k = "
-                     f"{d_k} features met W^O, which needs d_model = {d}. ")
-    size = re.search(r"invalid for input of size (\d+)", message)
-    if size and t_q != t_k and t_q in numbers and int(size.group(1)) == sizes["B"] * t_k * d:
-        return ("keys reshaped with the query's length", f"The key (or value) holds T_k = {t_k} positions but was "
-                f"reshaped with the query's T_q = {t_q}: reshape each with its own length (key.shape[1], or -1).")
-    if t_q != t_k and {t_q, t_k} <= numbers and case.args[4]:
-        return named((attention.BY_KEY["mask_square"],), f"A ({t_q}, {t_q}) mask met scores with T_k = {t_k} "
-                     "keys. ")
+    return _mha_error(case, message, sizes, kind)
+
+
+def _linear_error(case, message: str):
+    x, w = np.shape(case.args[0]), np.shape(case.args[1])
+    wname = "w" if case.function == "project" else "w_o"
+    found = re.search(r"shapes \(([\d, ]*)\) and \(([\d, ]*)\) not aligned: \d+ \(dim (\d+)\) != \d+ \(dim (\d+)\)",
+                      message)
+    if found and _ints(found.group(1)) == x and _ints(found.group(2)) == w \
+            and (int(found.group(3)), int(found.group(4))) == (len(x) - 1, len(w) - 1):
+        switch = variants.linear_switches(wname, "b", "", "")[1]
+        return named((switch,), f"Your product contracts x's last axis with {wname}'s last axis (np.inner(x, "
+                     f"{wname}) does that), which is x @ {wname}.T. ")
+    if len(x) == 2:
+        return ("fails on unbatched input", "This x is unbatched, (T, d_in): write the projection for any "
+                "leading axes (x @ w works for (T, d_in) and (B, T, d_in) alike).")
     return None
+
+
+def _ints(text: str) -> tuple:
+    return tuple(int(t) for t in re.findall(r"\d+", text))
+
+
+def _mha_error(case, message: str, sizes: dict, kind: str):
+    b, t_q, t_k, d, d_k = sizes["B"], sizes["T_q"], sizes["T_k"], sizes["d_model"], sizes["d_k"]
+    mats = re.search(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", message)
+    if mats and tuple(map(int, mats.groups())) == (b * t_q, d_k, d, d) and d_k != d:
+        return named((attention.BY_KEY["heads_averaged"],), f"The tensor that met the (d_model, d_model) weight "
+                     f"is (B*T_q, d_k) = ({b * t_q}, {d_k}): one head's width per position, which fits the heads "
+                     "averaged (or summed, or one head kept) instead of concatenated. ")
+    reshape = re.search(r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)", message)
+    if reshape and t_q != t_k and int(reshape.group(2)) == b * t_k * d and \
+            _ints(reshape.group(1).replace("-1", "0"))[:2] == (b, t_q):
+        return ("keys reshaped with the query's length", f"A reshape to ({reshape.group(1)}), with T_q = {t_q} in "
+                f"the length's place, met {reshape.group(2)} = B*T_k*d_model elements: the key (or value) holds "
+                f"T_k = {t_k} positions; reshape each with its own length (key.shape[1], or -1).")
+    if t_q == t_k or kind not in SHAPE_ERRORS:
+        return None
+    which = "causal cross-attention" if case.args[4] else "cross-attention"
+    facts = (f"This call is {which}: T_q = {t_q} queries, T_k = {t_k} keys, so the scores are (B, h, T_q, T_k) = "
+             f"({b}, {sizes['h']}, {t_q}, {t_k})" + (f" and the mask (T_q, T_k) = ({t_q}, {t_k}), query i seeing "
+                                                    "keys 0..i" if case.args[4] else "") + ".")
+    if kind == "AssertionError" and case.args[4]:
+        return (f"assert fails on {which} (T_q != T_k)", f"An assert of yours failed on this call. {facts} "
+                "A mask need not be square: assert nothing that holds only when T_q = T_k.")
+    return f"fails on {which} (T_q != T_k)", facts + " Every size that depends on the keys is T_k, not T_q."
 
 
 ERROR_VARIANTS = {"project": _linear_runner("w", "b"), "output_projection": _linear_runner("w_o", "b_o"),
