@@ -215,7 +215,13 @@ def allowed_mask(inp: Inputs, m=frozenset()):
 
 
 def forward(inp: Inputs, m=frozenset()):
-    """(out (B, T_q, d_model), weights (B, h, T_q, T_k)) with the mistakes ``m`` switched on."""
+    """(out (B, T_q, d_model), weights (B, h, T_q, T_k)) with the mistakes ``m`` switched on (a mistake
+    may make NaN or inf: that is its result, not a warning)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return _forward(inp, m)
+
+
+def _forward(inp: Inputs, m):
     q, k, v, raw = projections(inp, m)
     scores = raw / divisor(inp, m)
     allowed = allowed_mask(inp, m)
@@ -225,8 +231,7 @@ def forward(inp: Inputs, m=frozenset()):
     weights = _softmax(scores, axis)
     if allowed is not None and "mask_after" in m:
         weights = np.where(allowed, weights, 0.0)
-    with np.errstate(invalid="ignore"):
-        heads = (scores if "values_by_scores" in m else weights) @ v  # (B, h, T_q, d_k)
+    heads = (scores if "values_by_scores" in m else weights) @ v  # (B, h, T_q, d_k)
     n, h, t_q, d_k = heads.shape
     if "no_split" in m:
         weights, concat = weights[:, 0], heads[:, 0]

@@ -331,3 +331,38 @@ def test_a_name_error_in_the_students_function_is_reported_with_its_line():
                  "<cell split_heads>", "exec"), ns)
     v = verdict(ns["split_heads"], split_case())
     assert "raised NameError (line 3 of your cell): name 'B' is not defined" in v.message
+
+
+# --- a catalogued cause is named only where it reproduces the numbers ----------------------------------
+
+LABELS = {s.label: s.key for s in attention.SWITCHES}
+
+
+def named_causes(mistake: str) -> list[frozenset]:
+    """The catalogued causes a verdict names: each alternative (" or ") as its set of switches (" + ")."""
+    text = mistake.split(": ", 1)[1]
+    options = [[LABELS.get(label) for label in option.split(" + ")] for option in text.split(" or ")]
+    return [frozenset(keys) for keys in options if None not in keys]
+
+
+@pytest.mark.parametrize("switch", attention.SWITCHES, ids=lambda s: s.key)
+def test_a_catalogued_cause_is_named_only_where_it_reproduces_the_numbers(switch):
+    assert not any(" or " in s.label or " + " in s.label for s in attention.SWITCHES)
+    judged_any = False
+    for grade_id in ("test_mha_self_attention", "test_mha_causal", "test_mha_cross"):
+        for case in hidden.hidden_cases(grade_id, np.random.default_rng(11)):
+            inp = attention_inputs(case)
+            try:
+                got = attention.forward(inp, frozenset({switch.key}))
+            except Exception:  # noqa: BLE001 - a mistake that cannot run on this case
+                continue
+            right = attention.forward(inp)
+            if all(arrays.all_close(g, r, 1e-5) for g, r in zip(got, right)):
+                continue  # the mistake changes nothing here
+            v = judge(case, {"result": calling.encode(tuple(got)), "mutated": []})
+            causes = named_causes(v.mistake)
+            assert not v.passed and frozenset({switch.key}) in causes, (switch.key, v.mistake)
+            for keys in causes:  # every cause named gives exactly this answer on this case
+                assert all(arrays.all_close(g, a, 1e-5) for g, a in zip(got, attention.forward(inp, keys))), keys
+            judged_any = True
+    assert judged_any or switch.key in {"heads_averaged", "mask_square"}  # these raise wherever they differ

@@ -107,10 +107,15 @@ def _ints(text: str) -> tuple:
 def _mha_error(case, message: str, sizes: dict, kind: str):
     b, t_q, t_k, d, d_k = sizes["B"], sizes["T_q"], sizes["T_k"], sizes["d_model"], sizes["d_k"]
     mats = re.search(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", message)
-    if mats and tuple(map(int, mats.groups())) == (b * t_q, d_k, d, d) and d_k != d:
+    rows, width, w_in, w_out = map(int, mats.groups()) if mats else (0, 0, 0, 0)
+    if mats and (rows, w_in, w_out) == (b * t_q, d, d) and width == d_k and d_k != d:
         return named((attention.BY_KEY["heads_averaged"],), f"The tensor that met the (d_model, d_model) weight "
-                     f"is (B*T_q, d_k) = ({b * t_q}, {d_k}): one head's width per position, which fits the heads "
-                     "averaged (or summed, or one head kept) instead of concatenated. ")
+                     f"is (B*T_q, d_k) = ({rows}, {width}): one head's width per position, which fits the heads "
+                     "averaged (or summed) instead of concatenated, or heads left out (one kept). ")
+    if mats and (rows, w_in, w_out) == (b * t_q, d, d) and width % d_k == 0 and 0 < width < d:
+        return ("heads left out", f"The tensor that met the (d_model, d_model) weight is (B*T_q, {width}): "
+                f"{width // d_k} heads of d_k = {d_k} features, of the h = {sizes['h']}. Concatenate every head "
+                "(loop over range(h)): (B, T_q, h*d_k) = (B, T_q, d_model).")
     reshape = re.search(r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)", message)
     if reshape and t_q != t_k and int(reshape.group(2)) == b * t_k * d and \
             _ints(reshape.group(1).replace("-1", "0"))[:2] == (b, t_q):

@@ -1,5 +1,7 @@
 """Exercise 4, part B: output_projection_per_head. Diagnosis: the mistakes of
 :func:`mha_checks.variants.per_head`, then a fit of the result as a linear map of the merged heads."""
+from itertools import combinations
+
 import numpy as np
 
 from .. import arrays, variants
@@ -31,6 +33,9 @@ def _check_per_head(case, result, call):
         combo = find_variant(g, tol, variants.PER_HEAD_SWITCHES, lambda m: variants.per_head(heads, w_o, b_o, m))
         if combo:
             return named(combo)
+        story = None if case.expected is not None else heads_story(g, heads, w_o, b_o, tol)
+        if story:
+            return story
         if g.shape == want.shape and case.expected is None:
             fit = linear_fit(g, variants.merge(heads), w_o, b_o, tol, "w_o", "b_o")
             if fit:
@@ -42,3 +47,26 @@ def _check_per_head(case, result, call):
         return None
     compare(call, got, want, "B, T, d_model", "the result", tol, explain, sizes)
 
+
+
+def heads_story(g, heads, w_o, b_o, tol) -> tuple[str, str] | None:
+    """(label, sentence) when ``g`` is the heads' terms head_i @ W^O_i not summed, or summed over only some
+    heads (b_o added once, or not at all): each checked against the numbers, never guessed."""
+    b, h, t, d_v = heads.shape
+    terms = [heads[:, i] @ w_o[i * d_v:(i + 1) * d_v] for i in range(h)]       # h x (B, T, d_model)
+    bias = 0.0 if b_o is None else b_o
+    if arrays.all_close(g, np.stack(terms, axis=1) + bias, tol) or arrays.all_close(g, np.stack(terms, axis=1), tol):
+        return ("heads projected but never summed", "Your result holds every head's term head_i @ W^O_i, "
+                f"(B, h, T, d_model) = {tuple(g.shape)}, each right, but not their sum: add them over the heads "
+                "(axis 1), then add b_o once.")
+    for size in range(h - 1, -1, -1):                                       # most heads kept first
+        for kept in combinations(range(h), size):
+            total = sum((terms[i] for i in kept), np.zeros_like(terms[0]))
+            sums = [total + bias, total] + ([np.asarray(bias)] if size == 0 else [])  # sum() of nothing is 0
+            if any(arrays.all_close(g, v, tol) for v in sums):
+                missing = [i for i in range(h) if i not in kept]
+                return ("heads left out of the sum", f"Your result sums the terms head_i @ W^O_i of heads "
+                        f"{list(kept)} only, of the h = {h}: head{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join(map(str, missing))} {'are' if len(missing) > 1 else 'is'} missing; sum over "
+                        "every head, range(h).")
+    return None
