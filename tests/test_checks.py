@@ -2,6 +2,7 @@
 the hidden cases, the NumPy reference of exercise 5 against torch, and the visible checks'
 rendering. The catalogues of whole answers are tests/test_catalogue.py."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -366,3 +367,85 @@ def test_a_catalogued_cause_is_named_only_where_it_reproduces_the_numbers(switch
                 assert all(arrays.all_close(g, a, 1e-5) for g, a in zip(got, attention.forward(inp, keys))), keys
             judged_any = True
     assert judged_any or switch.key in {"heads_averaged", "mask_square"}  # these raise wherever they differ
+
+
+# --- the samples of issue 15: what used to be named wrongly ---------------------------------------------
+
+def case_where(cross: bool, causal: bool, **sizes) -> Case:
+    """A hidden-style case of exercise 5 whose sizes include ``sizes``."""
+    rng = np.random.default_rng(0)
+    while True:
+        case = hidden.mha_case(rng, cross, causal)
+        if all(attention_inputs(case).sizes[k] == v for k, v in sizes.items()):
+            return case
+
+
+def test_k_q_transposed_in_self_attention_names_both_causes_the_numbers_fit():
+    def k_q(q, k, v, mha, causal):
+        return _divided(k, q, v, mha, causal, math.sqrt(q.shape[-1] // mha.num_heads))  # k q^T with k's own weights
+    case = mha_case(cross=False, causal=False)
+    inp = attention_inputs(case)
+    v = judge(case, {"result": calling.encode(attention.forward(inp, frozenset({"scores_transposed"}))), "mutated": []})
+    assert "K Q^T" in v.message and "each other's weights" in v.message and "fit 2 known mistakes" in v.message
+    assert k_q is not None
+
+
+def test_a_batch_laid_end_to_end_is_observed_not_told_to_mask_before_the_softmax():
+    def end_to_end(query, key, value, mha, causal):
+        b, t, d = query.shape
+        out, w = reference_mha(*(x.reshape(1, b * t, d) for x in (query, key, value)), mha, causal)
+        blocks = torch.stack([w[0, :, i * t:(i + 1) * t, i * t:(i + 1) * t] for i in range(b)])  # (B, h, T, T)
+        return out.reshape(b, t, d), blocks
+    v = verdict(end_to_end, mha_case(cross=False, causal=True, check="weights"))
+    assert "Batch element 0 is right" in v.message and "after the softmax" not in v.message
+
+
+def test_values_weighted_by_the_scores_are_named_not_a_mask_question():
+    def by_scores(q, k, v, mha, causal):
+        out, w = reference_mha(q, k, v, mha, causal)
+        d, h = q.shape[-1], mha.num_heads
+        w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+        b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
+        split = lambda x, w_, b_: torch.nn.functional.linear(x, w_, b_).unflatten(-1, (h, d // h)).transpose(1, 2)  # noqa
+        scores = torch.log(w) + 0 * w  # the masked scores up to a constant per row would differ: use the real ones
+        qq, kk, vv = split(q, w_q, b_q), split(k, w_k, b_k), split(v, w_v, b_v)
+        scores = qq @ kk.transpose(-2, -1) / math.sqrt(d // h)
+        if causal:
+            scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+        concat = (scores @ vv).transpose(1, 2).flatten(2)
+        return torch.nn.functional.linear(concat, mha.out_proj.weight, mha.out_proj.bias), w
+    v = verdict(by_scores, mha_case(cross=False, causal=True))
+    assert "values weighted by the scores" in v.message and "does a mask hide" not in v.message
+
+
+def test_a_rounded_scale_is_written_with_the_digits_that_tell_it_apart():
+    case = case_where(cross=False, causal=False, d_k=3)
+    v = verdict(lambda q, k, val, mha, c: _divided(q, k, val, mha, c, 1.732), case)
+    assert "divided by 1.732, not by sqrt(d_k) = 1.7321" in v.message
+
+
+def test_a_zero_scale_is_named_by_its_uniform_weights():
+    v = verdict(lambda q, k, val, mha, c: _divided(q, k, val, mha, c, math.inf), mha_case(cross=True, causal=True))
+    assert "multiplied by 0" in v.mistake and "projection" not in v.message
+
+
+def test_an_error_states_the_calls_facts_and_labels_no_number_by_its_value():
+    def square_mask(q, k, v, mha, causal):
+        t_q = q.shape[1]
+        mask = ~torch.ones(t_q, t_q, dtype=torch.bool).tril()
+        out, w = reference_mha(q, k, v, mha, False)
+        return out, w.masked_fill(mask, 0.0)
+    case = case_where(cross=True, causal=True)
+    v = verdict(square_mask, case)
+    assert "This call is causal cross-attention" in v.message and "built for" not in v.message
+    assert not re.search(r"\d+ = (d_k|T|B|h)\b", v.message.split("This call is")[0])
+
+    def assert_square(q, k, v, mha, causal):
+        assert q.shape[1] == k.shape[1]
+    v = verdict(assert_square, case)
+    assert v.mistake.endswith("assert fails on causal cross-attention (T_q != T_k)")
+
+    def stale(q, k, v, mha, causal):
+        raise RuntimeError(f"shape '[{q.shape[0]}, 5]' is invalid for input of size 7")
+    v = verdict(stale, mha_case(cross=False, causal=True))
+    assert "This call's sizes:" in v.message and "Here" not in v.message

@@ -170,6 +170,13 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
                 "from the reference; check the projections (rows 0:d and d:2d of mha.in_proj_weight, "
                 "x @ W.T + b) and the split into heads ((B, T, h, d_k), then swap axes 1 and 2)."
                 + batch_note(got_w, want_w, tol))
+    # the weights are right to the tolerance; a scale off by less still moves the output
+    scale = attention.fit_scale(got_w, inp)
+    if scale is not None and not math.isclose(scale, math.sqrt(s["d_k"]), rel_tol=1e-5):
+        said, right = numbers(scale, math.sqrt(s["d_k"]))
+        return ("scores divided by a wrong factor instead of sqrt(d_k)", f"The weights are close but the scores "
+                f"are divided by {said}, not by sqrt(d_k) = {right} (a rounded constant?); the output shows the "
+                "difference: divide by math.sqrt(d_k).")
     # the weights are right: the departure is after the softmax
     w_o, b_o = inp.weights["out_proj_weight"], inp.weights["out_proj_bias"]
     q, k, v, _ = attention.projections(inp)
@@ -180,7 +187,7 @@ def localise(got_out, got_w, inp, tol, want_out, want_w):
         concat = None
     if concat is not None:
         ref_concat = heads.transpose(0, 2, 1, 3).reshape(concat.shape)
-        if arrays.all_close(concat, ref_concat, 1e-3):
+        if arrays.all_close(concat, ref_concat, 10 * tol * np.linalg.cond(w_o)):  # inverting W^O scales errors
             return ("departs at W^O", "The weights and the merged heads are right; the output departs at W^O: "
                     "F.linear(concat, mha.out_proj.weight, mha.out_proj.bias).")
         names = {"B": s["B"], "h": s["h"], "T_q": s["T_q"], "d_k": s["d_k"]}

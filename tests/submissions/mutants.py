@@ -140,7 +140,7 @@ MUTANTS = [
     Mutant("m30_kv_from_query", A, MHA, {"test_mha_shapes": 1, "test_mha_cross": 1},
            "keys and values computed from the query", False,
            edit=("split(key, w_k, b_k), split(value, w_v, b_v)", "split(query, w_k, b_k), split(query, w_v, b_v)")),
-    Mutant("m31_mask_square", A, MHA, {"test_mha_cross": 1}, "causal mask built for T_q x T_q", False,
+    Mutant("m31_mask_square", A, MHA, {"test_mha_cross": 1}, "This call is causal cross-attention", False,
            edit=("torch.ones(t_q, t_k,", "torch.ones(t_q, t_q,")),
     Mutant("m32_heads_averaged", A, MHA, ALL_MHA, "heads averaged instead of concatenated", False,
            edit=("(weights @ v).transpose(1, 2).reshape(batch, t_q, d_model)", "(weights @ v).mean(1)")),
