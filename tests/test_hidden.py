@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from mha_checks import calling, hidden
+from mha_checks import calling, hidden, visible
 from mha_checks.cases import MhaWeights
 from mha_checks.diagnosis import SPECS
 from mha_grader import secret
@@ -125,3 +125,17 @@ def test_draws_differ_per_submission_and_repeat_for_the_same_one():
     assert all(np.array_equal(x, y) for x, y in zip(a, again))
     for b in (other, resubmitted):
         assert not any(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_the_visible_check_hands_a_view_over_as_a_view():
+    """exercise 3's visible test passes split_heads's transposed view: the student's function receives one."""
+    seen = []
+
+    def merge_heads(x):
+        seen.append(x.flags.c_contiguous)
+        b, h, t, d_v = x.shape
+        return x.transpose(0, 2, 1, 3).reshape(b, t, h * d_v)
+    x = np.arange(120.0).reshape(2, 5, 12)
+    exec("check('merge_heads', x.reshape(2, 5, 3, 4).transpose(0, 2, 1, 3), expected=x)",
+         {"check": visible.check, "merge_heads": merge_heads, "x": x})
+    assert seen == [False]
