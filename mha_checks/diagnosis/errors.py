@@ -74,7 +74,7 @@ def error_hint(case, message: str, sizes: dict, kind: str = ""):
                 f"{keyword.group(1)}= (NumPy's transpose takes axes=, torch's transpose two dims, TensorFlow's "
                 "takes perm=): check its signature.")
     if case.function == "split_heads" and "equal division" in message:
-        return ("split along an axis h does not divide", f"np.split could not cut an axis into h = {sizes['h']} "
+        return ("split along an axis h does not divide", f"A split along an axis h does not divide: np.split could not cut an axis into h = {sizes['h']} "
                 f"equal parts. The feature axis always can (d = h*d_k = {sizes['h'] * sizes['d_k']}); T = "
                 f"{sizes['T']} and B = {sizes['B']} may not: {variants.SPLIT_ALONG_TIME[1]}.")
     if case.function in ("project", "output_projection"):
@@ -89,8 +89,10 @@ def _linear_error(case, message: str):
     wname = "w" if case.function == "project" else "w_o"
     found = re.search(r"shapes \(([\d, ]*)\) and \(([\d, ]*)\) not aligned: \d+ \(dim (\d+)\) != \d+ \(dim (\d+)\)",
                       message)
-    if found and _ints(found.group(1)) == x and _ints(found.group(2)) == w \
-            and (int(found.group(3)), int(found.group(4))) == (len(x) - 1, len(w) - 1):
+    other = _ints(found.group(2)) if found else ()
+    w_axis = (int(found.group(4)) if other == w else len(w) - 1 - int(found.group(4)) if other == w[::-1] else -1) \
+        if found else -1  # np.inner reports w transposed, its last axis as dim 0
+    if found and _ints(found.group(1)) == x and int(found.group(3)) == len(x) - 1 and w_axis == len(w) - 1:
         switch = variants.linear_switches(wname, "b", "", "")[1]
         return named((switch,), f"Your product contracts x's last axis with {wname}'s last axis (np.inner(x, "
                      f"{wname}) does that), which is x @ {wname}.T. ")
@@ -113,7 +115,7 @@ def _mha_error(case, message: str, sizes: dict, kind: str):
                      f"is (B*T_q, d_k) = ({rows}, {width}): one head's width per position, which fits the heads "
                      "averaged (or summed) instead of concatenated, or heads left out (one kept). ")
     if mats and (rows, w_in, w_out) == (b * t_q, d, d) and width % d_k == 0 and 0 < width < d:
-        return ("heads left out", f"The tensor that met the (d_model, d_model) weight is (B*T_q, {width}): "
+        return ("heads left out", f"Heads left out: the tensor that met the (d_model, d_model) weight is (B*T_q, {width}): "
                 f"{width // d_k} heads of d_k = {d_k} features, of the h = {sizes['h']}. Concatenate every head "
                 "(loop over range(h)): (B, T_q, h*d_k) = (B, T_q, d_model).")
     reshape = re.search(r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)", message)
@@ -129,7 +131,7 @@ def _mha_error(case, message: str, sizes: dict, kind: str):
              f"({b}, {sizes['h']}, {t_q}, {t_k})" + (f" and the mask (T_q, T_k) = ({t_q}, {t_k}), query i seeing "
                                                     "keys 0..i" if case.args[4] else "") + ".")
     if kind == "AssertionError" and case.args[4]:
-        return (f"assert fails on {which} (T_q != T_k)", f"An assert of yours failed on this call. {facts} "
+        return (f"assert fails on {which} (T_q != T_k)", f"An assert fails on {which}. {facts} "
                 "A mask need not be square: assert nothing that holds only when T_q = T_k.")
     return f"fails on {which} (T_q != T_k)", facts + " Every size that depends on the keys is T_k, not T_q."
 

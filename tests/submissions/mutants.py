@@ -362,7 +362,7 @@ MUTANTS = [
     Mutant("m92_mha_mask_bottom_right", A, MHA, {"test_mha_cross": 1}, "the bottom-right alignment", False,
            edit=(".tril()", ".tril(t_k - t_q)")),
     Mutant("m94_split_along_time", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
-           "split along time instead of features", False,
+           "split along", False,
            code="def split_heads(x, num_heads):\n    return np.stack(np.split(x, num_heads, axis=1), axis=1)\n"),
     Mutant("m95_merge_fortran_reshape", M, "merge_heads", {"test_merge_heads_values": 1},
            "merged in the wrong axis order", False,
@@ -401,13 +401,13 @@ MUTANTS = [
            edit=("out = x @ w_o ", "out = (x.astype(np.float16) @ w_o.astype(np.float16)).astype(np.float32) ")),
     # --- issue 15: mistakes named by what the numbers show --------------------------------------------
     Mutant("m110_per_head_head_left_out", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
-           "heads left out of the sum", False, edit=("for i in range(heads.shape[1]))", "for i in range(1, heads.shape[1] - 1))")),
+           "Heads left out of the sum", False, edit=("for i in range(heads.shape[1]))", "for i in range(1, heads.shape[1] - 1))")),
     Mutant("m111_per_head_never_summed", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
            "never summed", False,
            code="def output_projection_per_head(heads, w_o, b_o=None):\n    d_v = heads.shape[-1]\n"
                 "    out = np.stack([heads[:, i] @ w_o[i * d_v:(i + 1) * d_v] for i in range(heads.shape[1])], axis=1)\n"
                 "    return out if b_o is None else out + b_o\n"),
-    Mutant("m112_mha_head_left_out", A, MHA, ALL_MHA, "heads left out", False,
+    Mutant("m112_mha_head_left_out", A, MHA, ALL_MHA, "Heads left out", False,
            code=_HEADS_LOOP.replace("range(h)", "range(1, h - 1)")),
     Mutant("m113_mha_out_bias_per_head", A, MHA, VALUES_MHA, "the output bias added once per head", False,
            code=_HEADS_LOOP.replace("    concat = torch.cat(outs, dim=-1)\n    out = F.linear(concat, mha.out_proj.weight, "
