@@ -85,8 +85,8 @@ def heads_left_out(got_w, want_w, tol) -> tuple[str, str] | None:
     if None in kept:
         return None
     missing = [i for i in range(want_w.shape[1]) if i not in kept]
-    return ("heads left out", f"Heads left out: your weights hold heads {kept} of the h = {want_w.shape[1]}, each right, and "
-            f"not head{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}: loop over every head, "
+    return ("heads left out", f"Your weights hold heads {kept} of the h = {want_w.shape[1]}, each right: heads left "
+            f"out (head{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}); loop over every head, "
             "range(h) (or compute all heads at once).")
 
 

@@ -115,8 +115,8 @@ def _mha_error(case, message: str, sizes: dict, kind: str):
                      f"is (B*T_q, d_k) = ({rows}, {width}): one head's width per position, which fits the heads "
                      "averaged (or summed) instead of concatenated, or heads left out (one kept). ")
     if mats and (rows, w_in, w_out) == (b * t_q, d, d) and width % d_k == 0 and 0 < width < d:
-        return ("heads left out", f"Heads left out: the tensor that met the (d_model, d_model) weight is (B*T_q, {width}): "
-                f"{width // d_k} heads of d_k = {d_k} features, of the h = {sizes['h']}. Concatenate every head "
+        return ("heads left out", f"The tensor that met the (d_model, d_model) weight is (B*T_q, {width}): "
+                f"{width // d_k} heads of d_k = {d_k} features, of the h = {sizes['h']}: heads left out. Concatenate every head "
                 "(loop over range(h)): (B, T_q, h*d_k) = (B, T_q, d_model).")
     reshape = re.search(r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)", message)
     if reshape and t_q != t_k and int(reshape.group(2)) == b * t_k * d and \

@@ -407,7 +407,7 @@ MUTANTS = [
            code="def output_projection_per_head(heads, w_o, b_o=None):\n    d_v = heads.shape[-1]\n"
                 "    out = np.stack([heads[:, i] @ w_o[i * d_v:(i + 1) * d_v] for i in range(heads.shape[1])], axis=1)\n"
                 "    return out if b_o is None else out + b_o\n"),
-    Mutant("m112_mha_head_left_out", A, MHA, ALL_MHA, "Heads left out", False,
+    Mutant("m112_mha_head_left_out", A, MHA, ALL_MHA, "heads left out", False,
            code=_HEADS_LOOP.replace("range(h)", "range(1, h - 1)")),
     Mutant("m113_mha_out_bias_per_head", A, MHA, VALUES_MHA, "the output bias added once per head", False,
            code=_HEADS_LOOP.replace("    concat = torch.cat(outs, dim=-1)\n    out = F.linear(concat, mha.out_proj.weight, "
