@@ -185,7 +185,8 @@ def mha_cases(rng, calls: list[dict], check: str = "values") -> list[Case]:
     return [mha_case(rng, check=check, seen=seen, **c) for c in calls]
 
 
-CROSS = [{"cross": True, "causal": False, "order": "<"}, {"cross": True, "causal": False, "order": ">", "strided": True},
+CROSS = [{"cross": True, "causal": False, "order": "<"},
+         {"cross": True, "causal": False, "order": ">", "strided": True},  # query, key, value: views
          {"cross": True, "causal": True, "order": ">"}, {"cross": True, "causal": True, "order": "<"}]
 
 

@@ -74,7 +74,8 @@ def error_hint(case, message: str, sizes: dict, kind: str = ""):
                 f"{keyword.group(1)}= (NumPy's transpose takes axes=, torch's transpose two dims, TensorFlow's "
                 "takes perm=): check its signature.")
     if case.function == "split_heads" and "equal division" in message:
-        return ("split along an axis h does not divide", f"A split along an axis h does not divide: np.split could not cut an axis into h = {sizes['h']} "
+        return ("split along an axis h does not divide", "A split along an axis h does not divide: np.split could "
+                f"not cut an axis into h = {sizes['h']} "
                 f"equal parts. The feature axis always can (d = h*d_k = {sizes['h'] * sizes['d_k']}); T = "
                 f"{sizes['T']} and B = {sizes['B']} may not: {variants.SPLIT_ALONG_TIME[1]}.")
     if case.function in ("project", "output_projection"):
@@ -111,13 +112,14 @@ def _mha_error(case, message: str, sizes: dict, kind: str):
     mats = re.search(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", message)
     rows, width, w_in, w_out = map(int, mats.groups()) if mats else (0, 0, 0, 0)
     if mats and (rows, w_in, w_out) == (b * t_q, d, d) and width == d_k and d_k != d:
-        return named((attention.BY_KEY["heads_averaged"],), f"The tensor that met the (d_model, d_model) weight "
-                     f"is (B*T_q, d_k) = ({rows}, {width}): one head's width per position, which fits the heads "
-                     "averaged (or summed) instead of concatenated, or heads left out (one kept). ")
+        return ("heads averaged or summed instead of concatenated", f"The tensor that met the (d_model, d_model) "
+                f"weight is (B*T_q, d_k) = ({rows}, {width}): one head's width per position, as with heads averaged "
+                "instead of concatenated (or summed, or all heads but one left out). "
+                + attention.BY_KEY["heads_averaged"].fix + ".")
     if mats and (rows, w_in, w_out) == (b * t_q, d, d) and width % d_k == 0 and 0 < width < d:
         return ("heads left out", f"The tensor that met the (d_model, d_model) weight is (B*T_q, {width}): "
-                f"{width // d_k} heads of d_k = {d_k} features, of the h = {sizes['h']}: heads left out. Concatenate every head "
-                "(loop over range(h)): (B, T_q, h*d_k) = (B, T_q, d_model).")
+                f"{width // d_k} heads of d_k = {d_k} features, of the h = {sizes['h']}: heads left out. "
+                "Concatenate every head (loop over range(h)): (B, T_q, h*d_k) = (B, T_q, d_model).")
     reshape = re.search(r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)", message)
     if reshape and t_q != t_k and int(reshape.group(2)) == b * t_k * d and \
             _ints(reshape.group(1).replace("-1", "0"))[:2] == (b, t_q):

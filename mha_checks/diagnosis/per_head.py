@@ -56,7 +56,8 @@ def heads_story(g, heads, w_o, b_o, tol) -> tuple[str, str] | None:
     terms = [heads[:, i] @ w_o[i * d_v:(i + 1) * d_v] for i in range(h)]       # h x (B, T, d_model)
     bias = 0.0 if b_o is None else b_o
     if arrays.all_close(g, np.stack(terms, axis=1) + bias, tol) or arrays.all_close(g, np.stack(terms, axis=1), tol):
-        return ("heads projected but never summed", "Heads projected but never summed: your result holds every head's term head_i @ W^O_i, "
+        return ("heads projected but never summed", "Heads projected but never summed: your result holds every "
+                "head's term head_i @ W^O_i, "
                 f"(B, h, T, d_model) = {tuple(g.shape)}, each right, but not their sum: add them over the heads "
                 "(axis 1), then add b_o once.")
     for size in range(h - 1, -1, -1):                                       # most heads kept first
@@ -65,7 +66,8 @@ def heads_story(g, heads, w_o, b_o, tol) -> tuple[str, str] | None:
             sums = [total + bias, total] + ([np.asarray(bias)] if size == 0 else [])  # sum() of nothing is 0
             if any(arrays.all_close(g, v, tol) for v in sums):
                 missing = [i for i in range(h) if i not in kept]
-                return ("heads left out of the sum", f"Heads left out of the sum: your result sums the terms head_i @ W^O_i of heads "
+                return ("heads left out of the sum", "Heads left out of the sum: your result sums the terms "
+                        f"head_i @ W^O_i of heads "
                         f"{list(kept)} only, of the h = {h}: head{'s' if len(missing) > 1 else ''} "
                         f"{', '.join(map(str, missing))} {'are' if len(missing) > 1 else 'is'} missing; sum over "
                         "every head, range(h).")
