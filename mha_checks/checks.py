@@ -18,7 +18,7 @@ import numpy as np
 from . import arrange, arrays, attention, calling, variants
 from .arrays import NotAnArray, dims
 from .cases import MhaWeights
-from .judge import Fail, sizes_note
+from .verdicts import Fail, sizes_note
 
 
 @dataclass(frozen=True)

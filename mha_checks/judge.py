@@ -10,28 +10,9 @@ Accepted as right, whatever the style: any float dtype within the tolerance, Num
 torch tensors in any exercise (torch inside the NumPy exercises, NumPy inside exercise 5: the
 values are graded), a list or a tuple where a pair is asked, views and non-contiguous results.
 """
-from dataclasses import dataclass
-
-from . import calling
+from . import calling, checks
 from .cases import Case
-
-
-@dataclass(frozen=True)
-class Verdict:
-    passed: bool
-    message: str
-    mistake: str | None = None
-
-
-PASSED = Verdict(True, "", None)
-
-
-class Fail(Exception):
-    """Raised inside the judge with the verdict's message and mistake label."""
-
-    def __init__(self, message: str, mistake: str):
-        super().__init__(message)
-        self.message, self.mistake = message, mistake
+from .verdicts import PASSED, Fail, Verdict, sizes_note
 
 
 def judge(case: Case, outcome) -> Verdict:
@@ -49,16 +30,10 @@ def judge(case: Case, outcome) -> Verdict:
 
 
 def _judge(case: Case, outcome) -> None:
-    from . import checks  # the per-exercise checks
     spec = checks.SPECS[case.function]
     call = spec.describe(case)
     if not isinstance(outcome, dict):
         raise Fail(f"{call}: no answer came back.", "no answer")
-    if outcome.get("ready_made"):
-        raise Fail(f"{call} calls mha itself, torch.nn.MultiheadAttention's own forward: calling the module is a "
-                   "ready-made answer and earns no credit. Compute the attention yourself from mha's weights "
-                   "(mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias).",
-                   "ready-made answer")
     mutated = outcome.get("mutated") or []
     error = outcome.get("error")
     if error is not None:
@@ -82,11 +57,4 @@ def _judge(case: Case, outcome) -> None:
     spec.check(case, result, call)
 
 
-def sizes_note(sizes: dict) -> str:
-    if sizes and len(set(sizes.values())) == len(sizes):
-        return (" The sizes here are all different (" + ", ".join(f"{k}={v}" for k, v in sizes.items())
-                + "): code that only works when some of them are equal fails on them.")
-    return ""
-
-
-__all__ = ["Verdict", "judge", "Case"]
+__all__ = ["Verdict", "Fail", "judge", "Case", "sizes_note"]
