@@ -162,6 +162,8 @@ real imag is_integer bit_length numerator denominator eps tiny max min bits reso
 in_proj_weight in_proj_bias out_proj weight bias num_heads embed_dim head_dim batch_first kdim vdim dropout
 bias_k bias_v add_zero_attn in_features out_features training q_proj_weight k_proj_weight v_proj_weight
 parameters named_parameters state_dict eval train modules children name data start stop step device""".split())
+SHADOWED = {"input", "format", "dir", "exit", "quit"}  # builtins not admitted, harmless if reached: a student
+                                                       # may name a parameter so (`def f(input)`)
 DUNDER_READ = {"__name__", "__qualname__", "__doc__"}
 DUNDER_DEFS = frozenset("""__init__ __call__ __repr__ __str__ __len__ __getitem__ __setitem__ __iter__ __next__
 __contains__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __hash__ __bool__ __post_init__ __add__ __radd__ __sub__
@@ -272,17 +274,21 @@ _MISSING = object()
 
 
 @functools.cache
-def _admitted_ids() -> dict[int, str]:
-    """id -> dotted name of every admitted object (for names resolved in a notebook's namespace)."""
+def _admitted() -> dict[int, tuple[str, object]]:
+    """id -> (dotted name, object) of every admitted module and object."""
     out = {}
     for module_name, names in MODULES.items():
         module = importlib.import_module(module_name)
-        out[id(module)] = module_name
+        out[id(module)] = (module_name, module)
         for attr in (names if names is not None else [n for n in dir(module) if not n.startswith("_")]):
             ok, obj = _member(module_name, attr)
             if ok:
-                out.setdefault(id(obj), f"{module_name}.{attr}")
+                out.setdefault(id(obj), (f"{module_name}.{attr}", obj))
     return out
+
+
+def _admitted_objects() -> list:
+    return [obj for _, obj in _admitted().values()]
 
 
 @functools.cache
@@ -437,7 +443,7 @@ class _Program:
         if isinstance(kind, tuple):
             self.refuse(node, f"`{name}` names a module or a library object and is also assigned here; give "
                               "your variable another name.")
-        elif name in vars(builtins) and name not in BUILTINS:
+        elif name in vars(builtins) and name not in BUILTINS | SHADOWED:
             self.refuse(node, f"`{name}` is the name of a builtin the exercises do not admit; name your variable "
                               "something else.")
         elif name.startswith("__") and name.endswith("__") and name != "__name__":
@@ -495,7 +501,7 @@ class _Program:
             self._binding_static(node, a.asname or a.name)
 
     def _binding_static(self, node, name: str) -> None:
-        if name in vars(builtins) and name not in BUILTINS:
+        if name in vars(builtins) and name not in BUILTINS | SHADOWED:
             self._binding(node, name)
 
     # -- expressions: each is static (a resolved object) or a value --
@@ -536,7 +542,9 @@ class _Program:
             return kind
         if isinstance(kind, tuple):
             return VALUE  # refused where it is bound
-        if name.startswith("__") and name.endswith("__") and name not in DUNDER_READ:
+        if name in DUNDER_READ:
+            return VALUE
+        if name.startswith("__") and name.endswith("__"):
             self.refuse(node, f"`{name}` reaches Python's internals, which the exercises do not need; use the "
                               "arguments you are given and NumPy/torch functions.")
             return VALUE
@@ -552,7 +560,7 @@ class _Program:
 
     def _from_namespace(self, node, obj):
         """A name the visible tests find in the notebook (bound in another cell)."""
-        known = _admitted_ids().get(id(obj))
+        known = _admitted().get(id(obj))
         if known:
             return _Static(obj, node.id)
         library = isinstance(obj, types.ModuleType | types.BuiltinFunctionType | type) or (

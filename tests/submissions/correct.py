@@ -315,4 +315,67 @@ CORRECT = [
               "    out = F.linear((weights @ v).transpose(1, 2).flatten(2), mha.out_proj.weight, mha.out_proj.bias)\n"
               "    import numpy as np\n    pair = np.empty(2, dtype=object)\n    pair[0], pair[1] = out.detach().numpy(), weights.detach().numpy()\n"
               "    return pair\n"),
+    # --- styles the ready-made rule (mha_checks.admission) must admit (issue 14) ---------------------
+    Correct("c51_split_as_strided", S, "split_heads",
+            "import numpy as np\nfrom numpy.lib.stride_tricks import as_strided\n\n"
+            "def split_heads(x, num_heads):\n    x = np.ascontiguousarray(x)\n    b, t, d = x.shape\n"
+            "    s_b, s_t, s_d = x.strides\n    d_k = d // num_heads\n"
+            "    return as_strided(x, (b, num_heads, t, d_k), (s_b, d_k * s_d, s_t, s_d)).copy()\n"),
+    Correct("c52_merge_numpy_submodule_import", M, "merge_heads",
+            "import numpy.lib.stride_tricks\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"
+            "    y = numpy.lib.stride_tricks.sliding_window_view(x, 1, axis=0)[..., 0]  # the same array, as a view\n"
+            "    return y.transpose(0, 2, 1, 3).reshape(b, t, h * d_v)\n"),
+    Correct("c53_mha_module_classes_super_with_arguments", A, MHA,
+            "class Head(torch.nn.Module):\n    def __init__(self, w, b):\n        super(Head, self).__init__()\n"
+            "        self.w, self.b = w, b\n\n    def __call__(self, x):\n        return F.linear(x, self.w, self.b)\n\n\n"
+            "class Attention(torch.nn.Module):\n    def __init__(self, mha):\n        super().__init__()\n"
+            "        self.h = mha.num_heads\n        self.heads = [Head(w, b) for w, b in zip(mha.in_proj_weight.chunk(3),"
+            " mha.in_proj_bias.chunk(3))]\n        self.out = mha.out_proj\n\n"
+            "    def forward(self, query, key, value, causal):\n        b, t_q, d = query.shape\n        d_k = d // self.h\n"
+            "        q, k, v = (head(x).view(b, -1, self.h, d_k).transpose(1, 2)\n"
+            "                   for head, x in zip(self.heads, (query, key, value)))\n"
+            "        scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)\n"
+            "        if causal:\n            scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1),"
+            " float('-inf'))\n        weights = torch.softmax(scores, dim=-1)\n"
+            "        return self.out((weights @ v).transpose(1, 2).reshape(b, t_q, d)), weights\n\n\n"
+            + _HEAD + "    return Attention(mha)(query, key, value, causal)\n"),
+    Correct("c54_mha_own_decorator_name", A, MHA,
+            "import functools\n\ndef shapes_checked(fn):\n    @functools.wraps(fn)\n    def wrapper(*args, **kwargs):\n"
+            "        out = fn(*args, **kwargs)\n        assert out[0].shape == args[0].shape, f'{fn.__name__}: {out[0].shape}'\n"
+            "        return out\n    return wrapper\n\n\n@shapes_checked\n" + _HEAD + _PROJ
+            + "    heads, outs = [], []\n    for i in range(h):\n        s = slice(i * d_k, (i + 1) * d_k)\n"
+              "        q = query @ w_q[s].T + b_q[s]\n        k = key @ w_k[s].T + b_k[s]\n        v = value @ w_v[s].T + b_v[s]\n"
+              "        scores = torch.einsum('bqd,bkd->bqk', q, k) / math.sqrt(d_k)\n"
+              "        if causal:\n            scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1),"
+              " float('-inf'))\n        w = torch.softmax(scores, dim=-1)\n        heads.append(w)\n        outs.append(w @ v)\n"
+              "    return mha.out_proj(torch.cat(outs, dim=-1)), torch.stack(heads, dim=1)\n"),
+    Correct("c55_mha_numpy_inside", A, MHA,
+            "import numpy as np\n\n" + _HEAD
+            + "    q_in, k_in, v_in = (t.detach().numpy() for t in (query, key, value))\n"
+              "    w = mha.in_proj_weight.detach().numpy()\n    bias = mha.in_proj_bias.detach().numpy()\n"
+              "    d, h = q_in.shape[-1], mha.num_heads\n    d_k = d // h\n"
+              "    def heads(x, i):\n        y = x @ w[i * d:(i + 1) * d].T + bias[i * d:(i + 1) * d]\n"
+              "        return y.reshape(x.shape[0], x.shape[1], h, d_k).transpose(0, 2, 1, 3)\n"
+              "    q, k, v = heads(q_in, 0), heads(k_in, 1), heads(v_in, 2)\n"
+              "    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_k)\n"
+              "    if causal:\n        scores = np.where(np.triu(np.ones(scores.shape[-2:], dtype=bool), 1), -np.inf, scores)\n"
+              "    e = np.exp(scores - scores.max(-1, keepdims=True))\n    weights = e / e.sum(-1, keepdims=True)\n"
+              "    concat = (weights @ v).transpose(0, 2, 1, 3).reshape(q_in.shape)\n"
+              "    out = concat @ mha.out_proj.weight.detach().numpy().T + mha.out_proj.bias.detach().numpy()\n"
+              "    return torch.from_numpy(out), torch.from_numpy(weights)\n"),
+    Correct("c56_mha_dataclass_and_alias", A, MHA,
+            "from dataclasses import dataclass\nfrom typing import Optional\n\nlinear = F.linear\n\n\n@dataclass\n"
+            "class Sizes:\n    h: int\n    d_k: int\n\n\n"
+            "def split(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], sizes: Sizes) -> torch.Tensor:\n"
+            "    return linear(x, w, b).unflatten(-1, (sizes.h, sizes.d_k)).transpose(1, 2)\n\n\n"
+            + _HEAD + _PROJ + "    sizes = Sizes(h, d_k)\n"
+            "    q, k, v = (split(x, w, b, sizes) for x, w, b in ((query, w_q, b_q), (key, w_k, b_k), (value, w_v, b_v)))\n"
+            "    scores = q @ k.mT / math.sqrt(sizes.d_k)\n"
+            "    match causal:\n        case True:\n"
+            "            scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), -math.inf)\n"
+            "        case _:\n            pass\n"
+            "    weights = scores.softmax(dim=-1)\n"
+            "    try:\n        concat = (weights @ v).transpose(1, 2).flatten(2)\n    except RuntimeError as err:\n"
+            "        raise ValueError(f'could not merge the heads: {err}') from err\n"
+            "    return linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
 ]
