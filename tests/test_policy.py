@@ -235,3 +235,75 @@ def test_no_admitted_attribute_of_an_admitted_object_is_a_module_or_a_kernel():
                 continue
             assert not isinstance(got, type(torch)), (obj, attr)
             assert id(got) not in kernels, (obj, attr)
+
+
+# --- the verdict is decided outside the student's process ------------------------------------------
+
+def _graded(answer: str, forge):
+    """grade_notebook on exercise 5 with ``answer``, the sandbox replaced by ``forge(job)`` (what a student's
+    process could send back, whatever it did to its own modules): (scores, jobs the sandbox was given)."""
+    import json
+
+    import numpy as np
+
+    from mha_checks import hidden
+    from mha_grader import judging, notebooks, sandbox
+
+    folder = judged.REPO / "exercises" / "mha"
+    release = notebooks.load_release(folder)["05_assembly"]
+    nb = json.loads((folder / "05_assembly.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "multi_head_attention":
+            cell["source"] = answer
+    rng = np.random.default_rng(7)
+    cases = {g.id: hidden.hidden_cases(g.id, rng) for g in release.grade_cells}
+    jobs = []
+
+    def run(job, limits, unsafe):
+        jobs.append(job)
+        return sandbox.Report(records=forge(job, cases), returncode=0)
+
+    original, sandbox.run = sandbox.run, run
+    try:
+        result = judging.grade_notebook(release, nb, "", cases)
+    finally:
+        sandbox.run = original
+    return {t["id"]: t["score"] for t in result["tests"]}, jobs
+
+
+def _perfect_records(job, cases):
+    """Records claiming the reference's own outcome for every case, plus a `ready_made` claim of each kind."""
+    from mha_checks import calling
+    ns: dict = {}
+    exec(judged.setup_code("05_assembly") + "\n" + judged.reference_answers("05_assembly")["multi_head_attention"], ns)
+    records = []
+    for test in job["tests"]:
+        for i, case in enumerate(cases[test["id"]]):
+            outcome = calling.call(ns["multi_head_attention"], list(case.names), case.specs())
+            records.append({"test": test["id"], "case": i, "outcome": {**outcome, "ready_made": i % 2 == 0}})
+        records.append({"test": test["id"], "status": "done", "detail": 0})
+    return records
+
+
+@pytest.mark.parametrize("answer", [
+    "def multi_head_attention(query, key, value, mha, causal=False):\n"
+    "    return F.multi_head_attention_forward(query, key, value, 12, 3, mha.in_proj_weight, mha.in_proj_bias,\n"
+    "                                          None, None, False, 0.0, mha.out_proj.weight, mha.out_proj.bias)\n",
+    "import sys\nsys.modules['calling'].mha_stand_in = None\n\n"
+    "def multi_head_attention(query, key, value, mha, causal=False):\n    return mha(query, key, value)\n",
+    "torch.nn.functional.linear = torch.softmax\n\n"
+    "def multi_head_attention(query, key, value, mha, causal=False):\n    return mha(query, key, value)\n",
+])
+def test_a_refused_notebook_scores_nothing_whatever_its_process_would_report(answer):
+    scores, jobs = _graded(answer, _perfect_records)
+    assert jobs == [] and set(scores.values()) == {0.0}
+
+
+def test_an_admitted_notebook_is_judged_on_its_values_alone_whatever_it_claims():
+    reference = judged.reference_answers("05_assembly")["multi_head_attention"]
+    scores, jobs = _graded(reference, _perfect_records)
+    assert len(jobs) == 1 and set(scores.values()) == {1.0}
+    scores, _ = _graded(reference, lambda job, cases: [{"test": t["id"], "case": 0, "outcome": {"ready_made": True,
+                                                                                               "mutated": []}}
+                                                       for t in job["tests"]])
+    assert set(scores.values()) == {0.0}  # a claim is not a result: no values, no points
