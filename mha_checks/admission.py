@@ -292,26 +292,26 @@ def _admitted_objects() -> list:
 
 
 @functools.cache
-def _surface() -> frozenset:
+def _surface(torch_too: bool) -> frozenset:
     """Every attribute name of the types a value can have at run time, which a student's own
-    attribute may therefore not be named (unless it is on VALUE_ATTRIBUTES)."""
+    attribute may therefore not be named (unless it is on VALUE_ATTRIBUTES). Torch's types count
+    when the program can hold a tensor (it imports torch); a program that does not is spared
+    importing torch here."""
     import numpy as np
-    import torch
     kinds = [object, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
              types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType, types.FrameType, types.CodeType,
              types.TracebackType, types.SimpleNamespace, property, staticmethod, classmethod, super,
              functools.partial, str, bytes, list, dict, set, frozenset, tuple, int, float, complex, slice, range,
              memoryview, enumerate, zip, map, filter, reversed, type({}.keys()), type({}.items()),
              np.ndarray, np.generic, np.float64, np.int64, np.ufunc, np.dtype, np.flatiter, np.nditer, np.broadcast,
-             np.finfo, np.random.Generator, np.vectorize, torch.Tensor, torch.nn.Module, torch.nn.Parameter,
-             torch.dtype, torch.device, torch.Size, torch.finfo, torch.iinfo, torch.Generator,
-             torch.autograd.graph.Node, torch.UntypedStorage, torch.TypedStorage, torch.no_grad]
+             np.finfo, np.random.Generator, np.vectorize]
     kinds += [v for v in vars(builtins).values() if isinstance(v, type) and issubclass(v, BaseException)]
+    if torch_too:
+        import torch
+        kinds += [torch.Tensor, torch.nn.Module, torch.nn.Parameter, torch.dtype, torch.device, torch.Size,
+                  torch.finfo, torch.iinfo, torch.Generator, torch.autograd.graph.Node, torch.UntypedStorage,
+                  torch.TypedStorage, torch.no_grad]
     return frozenset(n for k in kinds for n in dir(k))
-
-
-def _value_attribute(attr: str) -> bool:
-    return attr in VALUE_ATTRIBUTES or (not attr.startswith("_") and attr not in _surface())
 
 
 # --- the program: bindings, then every node ---------------------------------------------------------
@@ -321,9 +321,12 @@ class _Program:
         self.trees, self.namespace = trees, namespace
         self.found: dict[tuple[str, int], str] = {}
         self.names: dict[str, object] = {}  # name -> _Static | VALUE | ("conflict", text)
+        self.torch = False  # can the program hold a tensor? (decided once its names are bound)
 
     def check(self) -> list[Refusal]:
         self._bind()
+        self.torch = "torch" in sys.modules if self.namespace is not None else any(
+            isinstance(k, _Static) and _package(k.obj) == "torch" for k in self.names.values())
         for label, source, tree in self.trees:
             self.label, self.source = label, source
             for statement in tree.body:
@@ -588,7 +591,7 @@ class _Program:
                 self.refuse(node, self._not_listed(self.text(node), base.obj.__name__))
                 return VALUE
             return _Static(obj, self.text(node))
-        if attr in DUNDER_READ or attr == "__init__" or _value_attribute(attr):
+        if attr in DUNDER_READ or attr == "__init__" or self._value_attribute(attr):
             return VALUE
         if attr == "forward":
             self.refuse(node, f"`{self.text(node)}` calls a module's forward, one of torch's entry points (with the "
@@ -616,10 +619,13 @@ class _Program:
             self.refuse(node, f"positional class patterns ({self.text(node.cls)}(...)) are not admitted; match "
                               "on values, or write `case Class(attribute=name)`.")
         for attr in node.kwd_attrs:
-            if not _value_attribute(attr) or attr.startswith("_"):
+            if not self._value_attribute(attr) or attr.startswith("_"):
                 self.refuse(node, f"`case ...({attr}=...)` reads `.{attr}`, which is not admitted on a value.")
         for p in node.kwd_patterns:
             self._part(p, in_class=False)
+
+    def _value_attribute(self, attr: str) -> bool:
+        return attr in VALUE_ATTRIBUTES or (not attr.startswith("_") and attr not in _surface(self.torch))
 
     def _not_listed(self, text: str, module: str | None) -> str:
         where = f" ({module} admits: {_sample(module)})" if module else ""
@@ -647,6 +653,11 @@ def _value_bindings(node) -> set[str]:
     if isinstance(node, ast.Global | ast.Nonlocal):
         return set(node.names)
     return set()
+
+
+def _package(obj) -> str:
+    name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+    return str(name or "").split(".")[0]
 
 
 def _alias(node) -> bool:
