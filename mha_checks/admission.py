@@ -52,6 +52,12 @@ the sandbox the student receives plain values: arrays, tensors, and for exercise
 so there is no guard to remove and no ready-made answer within reach of an admitted name. The
 points then come only from the values the function returns, judged outside.
 
+One admitted function is not memory-safe: NumPy's ``as_strided`` (admitted because honest code
+uses it) makes views that may reach past their array, and a write through one could corrupt the
+sandboxed process itself. That process holds nothing but the current call's inputs, and what it
+returns is still judged by value; torch's ``as_strided`` and every other admitted view checks
+its bounds.
+
 The visible tests apply the same rule to the cell that defines the tested function
 (:func:`refusals_in_cell`, names not bound there resolved in the notebook's namespace): a
 courtesy to the student; the grade is the grader's.
@@ -161,7 +167,8 @@ lower startswith endswith replace add discard union intersection difference appe
 real imag is_integer bit_length numerator denominator eps tiny max min bits resolution smallest_normal
 in_proj_weight in_proj_bias out_proj weight bias num_heads embed_dim head_dim batch_first kdim vdim dropout
 bias_k bias_v add_zero_attn in_features out_features training q_proj_weight k_proj_weight v_proj_weight
-parameters named_parameters state_dict eval train modules children name data start stop step device""".split())
+parameters named_parameters state_dict eval train modules children name data start stop step device
+normal standard_normal random uniform integers choice permutation""".split())
 SHADOWED = {"input", "format", "dir", "exit", "quit"}  # builtins not admitted, harmless if reached: a student
                                                        # may name a parameter so (`def f(input)`)
 DUNDER_READ = {"__name__", "__qualname__", "__doc__"}
@@ -224,9 +231,7 @@ def refusals_in_cell(source: str, label: str, namespace: dict) -> list[Refusal]:
 def explain(found: list[Refusal], most: int = 3) -> str:
     """The feedback of a refused notebook: the first refusals, and how many more."""
     more = f" ({len(found) - most} more.)" if len(found) > most else ""
-    return ("Not run: this notebook may not be graded as it stands, because it uses what the exercises do "
-            "not admit (a ready-made answer, or a way to one, earns no credit). "
-            + " ".join(str(r) for r in found[:most]) + more)
+    return "Not run: this notebook may not be graded as it stands. " + " ".join(str(r) for r in found[:most]) + more
 
 
 def _parse(source: str):

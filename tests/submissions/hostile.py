@@ -115,7 +115,8 @@ def huge_output(course):
 
 
 def patched_numpy(course):
-    """A wrong split_heads that also makes every NumPy comparison succeed in its own process."""
+    """A wrong split_heads that also makes every NumPy comparison succeed in its own process (the ready-made
+    rule refuses changing a library, so the notebook is not run)."""
     nb = _wrong_split(course)
     sol = next(c for c in nb["cells"] if kit.grade_id(c) == "split_heads")
     sol["source"] += ("\nnp.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
@@ -271,7 +272,7 @@ HOSTILE = [
     Hostile("h07_memory_in_one_test", memory_blow_up_in_one_test, {P: 2}),
     Hostile("h08_invalid_json", invalid_json, {P: 3, S: 0}, {S: "not valid JSON"}),
     Hostile("h09_huge_output", huge_output, {P: 3}),
-    Hostile("h10_patched_numpy", patched_numpy, {S: 1}),
+    Hostile("h10_patched_numpy", patched_numpy, {S: 0}, {S: "may not be changed"}),  # refused before it runs
     Hostile("h11_imports_the_checks", imports_the_checks, {S: 0}, {S: "mha_checks"}),
     Hostile("h12_reads_course_files", reads_course_files, {P: 1}, {P: "FileNotFoundError"}),
     Hostile("h13_writes_the_gradebook", writes_the_gradebook, {M: 2}),
