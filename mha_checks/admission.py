@@ -138,9 +138,9 @@ COURSE = {"mha_lib", "mha_checks", "mha_grader", "mha_book"}
 BUILTINS = frozenset("""abs all any bool bytes callable classmethod complex dict divmod enumerate filter float
 frozenset hasattr hash id int isinstance issubclass iter len list map max min next object pow print property range
 repr reversed round set slice sorted staticmethod str sum super tuple zip NotImplemented Ellipsis
-Exception ValueError TypeError IndexError KeyError RuntimeError NotImplementedError AssertionError
-ZeroDivisionError ArithmeticError LookupError OverflowError StopIteration AttributeError NameError
-FloatingPointError Warning UserWarning RuntimeWarning""".split())
+""".split()) | {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException | Warning)}
+# (every exception class may be named, raised and caught: what an exception carries is read through
+# the value attributes, where `args`, `obj`, `__traceback__` are not admitted)
 
 VALUE_ATTRIBUTES = frozenset("""T mT abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr adjoint
 all allclose amax amin aminmax angle any arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin

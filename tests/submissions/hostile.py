@@ -274,8 +274,8 @@ HOSTILE = [
     Hostile("h09_huge_output", huge_output, {P: 3}),
     Hostile("h10_patched_numpy", patched_numpy, {S: 0}, {S: "may not be changed"}),  # refused before it runs
     Hostile("h11_imports_the_checks", imports_the_checks, {S: 0}, {S: "mha_checks"}),
-    Hostile("h12_reads_course_files", reads_course_files, {P: 1}, {P: "FileNotFoundError"}),
-    Hostile("h13_writes_the_gradebook", writes_the_gradebook, {M: 2}),
+    Hostile("h12_reads_course_files", reads_course_files, {}, {P: "np.fromfile"}),  # refused before it runs
+    Hostile("h13_writes_the_gradebook", writes_the_gradebook, {}, {M: "tofile"}),  # refused before it runs
     Hostile("h14_private_torch_kernel", private_torch_kernel, {A: 0}, {A: "_scaled_dot_product_attention_math"}),
     Hostile("h15_obfuscated_kernel", obfuscated_kernel, {A: 0}, {A: "getattr"}),
     Hostile("h16_calls_the_module", calls_the_module, {A: 0}),
