@@ -279,21 +279,26 @@ _MISSING = object()
 
 
 @functools.cache
-def _admitted() -> dict[int, tuple[str, object]]:
-    """id -> (dotted name, object) of every admitted module and object."""
-    out = {}
-    for module_name, names in MODULES.items():
-        module = importlib.import_module(module_name)
-        out[id(module)] = (module_name, module)
-        for attr in (names if names is not None else [n for n in dir(module) if not n.startswith("_")]):
-            ok, obj = _member(module_name, attr)
-            if ok:
-                out.setdefault(id(obj), (f"{module_name}.{attr}", obj))
+def _admitted_in(module_name: str) -> dict[int, object]:
+    """id -> object of the module and of every object it admits."""
+    module = importlib.import_module(module_name)
+    names = MODULES[module_name]
+    out = {id(module): module}
+    for attr in (names if names is not None else [n for n in dir(module) if not n.startswith("_")]):
+        ok, obj = _member(module_name, attr)
+        if ok:
+            out[id(obj)] = obj
     return out
 
 
 def _admitted_objects() -> list:
-    return [obj for _, obj in _admitted().values()]
+    return [obj for name in MODULES for obj in _admitted_in(name).values()]
+
+
+def _is_admitted(obj) -> bool:
+    """Is ``obj`` an admitted module or object? (Only modules already imported are searched: an object
+    of a module that was never imported cannot be in hand.)"""
+    return any(id(obj) in _admitted_in(name) for name in MODULES if name in sys.modules)
 
 
 @functools.cache
@@ -568,8 +573,7 @@ class _Program:
 
     def _from_namespace(self, node, obj):
         """A name the visible tests find in the notebook (bound in another cell)."""
-        known = _admitted().get(id(obj))
-        if known:
+        if _is_admitted(obj):
             return _Static(obj, node.id)
         library = isinstance(obj, types.ModuleType | types.BuiltinFunctionType | type) or (
             isinstance(obj, types.FunctionType) and obj.__module__ not in (None, "__main__"))

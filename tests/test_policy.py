@@ -307,3 +307,15 @@ def test_an_admitted_notebook_is_judged_on_its_values_alone_whatever_it_claims()
                                                                                                "mutated": []}}
                                                        for t in job["tests"]])
     assert set(scores.values()) == {0.0}  # a claim is not a result: no values, no points
+
+
+def test_the_rule_spares_a_numpy_notebook_importing_torch():
+    """Exercises 1-4 run in kernels without torch: the visible check must not import it (seconds, or a
+    kit without torch)."""
+    import subprocess
+    import sys
+    code = ("import sys\nimport numpy as np\nfrom mha_checks import admission\n"
+            "assert admission.refusals_in_cell('def f(x):\\n    return np.einsum(\"ij->ji\", x).T\\n', 'f', {'np': np}) == []\n"
+            "assert admission.refusals([{'label': 'a', 'source': 'import numpy as np\\nx = np.ones(2).sum()\\n'}]) == []\n"
+            "assert 'torch' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=judged.REPO)
