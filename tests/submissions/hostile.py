@@ -201,6 +201,8 @@ READY_MADE = {
     # syntax the old rule did not look into
     "star_import": "from torch.nn.functional import *\n\n" + _MHA + _MASK
                    + "    out, w = multi_head_attention_forward" + _ARGS + "    return out.transpose(0, 1), w\n",
+    "match_type_pattern": _MHA + _MASK + "    match type(mha):\n        case type(__base__=base):\n"
+                          "            return base.forward(mha, query, key, value, attn_mask=mask)\n",
     "match_class_pattern": _MHA + _MASK + "    match F:\n        case object(multi_head_attention_forward=k):\n"
                            "            out, w = k" + _ARGS + "            return out.transpose(0, 1), w\n",
     # aliases and class bodies
@@ -230,6 +232,8 @@ READY_MADE = {
                                       "kernel=F.scaled_dot_product_attention)\n"
                                       "def multi_head_attention(query, key, value, mha, causal=False, kernel=None):\n"
                                       "    return kernel(query, key, value, is_causal=causal), None\n",
+    "class_of_a_value": _MHA + "    torch_module = query.__class__.__module__\n"
+                        "    return query.__class__.__dict__['softmax'](query, -1), torch_module\n",
     "dunder_dict_and_vars": _MHA + "    k = F.__dict__.get('scaled_dot_product_attention') or vars(F)['scaled_dot_product_attention']\n"
                             "    return k(query, key, value, is_causal=causal), None\n",
 }
