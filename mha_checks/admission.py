@@ -37,13 +37,15 @@ of two kinds:
   ``err.args``, ``x.grad_fn``, ``a.ctypes`` are not. No private name (``_x``) and no dunder
   except reading ``__name__``/``__qualname__``/``__doc__`` (strings) and calling ``__init__``.
 
-Names are resolved over the whole program: a name bound only by imports or static aliases of
-one object is static; a name bound otherwise (assignment, parameter, loop, ``def``...) is a
-value; a name bound both ways is refused, and so is binding a builtin that is not admitted
+Names are resolved over the whole program: a name bound only by imports or static aliases of one
+object is static; a name bound otherwise (assignment, parameter, loop, ``def``...) is a value; a
+name bound both ways is refused, and so is binding a builtin that is not admitted
 (:data:`BUILTINS`), so a bare ``getattr`` can only ever be the builtin, which is refused. The
-builtins that turn strings into objects (``getattr``, ``vars``, ``eval``, ``exec``,
-``compile``, ``__import__``, ``globals``, ``type``...) are not admitted; ``super()`` takes zero
-or two arguments.
+libraries' objects are never assigned to or deleted (``np.allclose = ...``), and a class takes
+no keywords (no metaclass) and defines no dunder but the ordinary ones (:data:`DUNDER_DEFS`: no
+``__torch_function__``, ``__getattr__``...). The builtins that turn strings into objects
+(``getattr``, ``vars``, ``eval``, ``exec``, ``compile``, ``__import__``, ``globals``,
+``type``...) are not admitted; ``super()`` takes zero or two arguments.
 
 **Why nothing in the sandbox can change the verdict.** The verdict on admission is computed
 before any student code runs, from the text, with objects this process imported itself. Inside
@@ -54,9 +56,9 @@ points then come only from the values the function returns, judged outside.
 
 One admitted function is not memory-safe: NumPy's ``as_strided`` (admitted because honest code
 uses it) makes views that may reach past their array, and a write through one could corrupt the
-sandboxed process itself. That process holds nothing but the current call's inputs, and what it
-returns is still judged by value; torch's ``as_strided`` and every other admitted view checks
-its bounds.
+sandboxed process itself, and so in principle run code this rule does not admit. The sandbox
+bounds what that process can touch, and what it returns is still judged by value; torch's
+``as_strided`` and every other admitted view check their bounds.
 
 The visible tests apply the same rule to the cell that defines the tested function
 (:func:`refusals_in_cell`, names not bound there resolved in the notebook's namespace): a
