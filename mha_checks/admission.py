@@ -41,11 +41,12 @@ Names are resolved over the whole program: a name bound only by imports or stati
 object is static; a name bound otherwise (assignment, parameter, loop, ``def``...) is a value; a
 name bound both ways is refused, and so is binding a builtin that is not admitted
 (:data:`BUILTINS`), so a bare ``getattr`` can only ever be the builtin, which is refused. The
-libraries' objects are never assigned to or deleted (``np.allclose = ...``), and a class takes
-no keywords (no metaclass) and defines no dunder but the ordinary ones (:data:`DUNDER_DEFS`: no
-``__torch_function__``, ``__getattr__``...). The builtins that turn strings into objects
-(``getattr``, ``vars``, ``eval``, ``exec``, ``compile``, ``__import__``, ``globals``,
-``type``...) are not admitted; ``super()`` takes zero or two arguments.
+libraries' objects are never assigned to or deleted (``np.allclose = ...``; an attribute is
+assigned only under the student's own kind of name or as an array's data (:data:`STORED`), so
+``C.softmax = f`` is refused on any value), and a class takes no keywords (no metaclass) and defines no dunder but the ordinary ones
+(:data:`DUNDER_DEFS`: no ``__torch_function__``, ``__getattr__``...). The builtins that turn
+strings into objects (``getattr``, ``vars``, ``eval``, ``exec``, ``compile``, ``__import__``,
+``globals``, ``type``...) are not admitted; ``super()`` takes zero or two arguments.
 
 **Why nothing in the sandbox can change the verdict.** The verdict on admission is computed
 before any student code runs, from the text, with objects this process imported itself. Inside
@@ -171,6 +172,8 @@ in_proj_weight in_proj_bias out_proj weight bias num_heads embed_dim head_dim ba
 bias_k bias_v add_zero_attn in_features out_features training q_proj_weight k_proj_weight v_proj_weight
 parameters named_parameters state_dict eval train modules children name data start stop step device
 normal standard_normal random uniform integers choice permutation""".split())
+STORED = {"shape", "data", "requires_grad", "grad"}  # data attributes of arrays and tensors a student may set
+                                                     # (`x.shape = (b, t, h, d)`): a getter would get `self` only
 SHADOWED = {"input", "format", "dir", "exit", "quit"}  # builtins not admitted, harmless if reached: a student
                                                        # may name a parameter so (`def f(input)`)
 DUNDER_READ = {"__name__", "__qualname__", "__doc__"}
@@ -592,9 +595,10 @@ class _Program:
                               f"machinery of Python or torch (their kernels included); use public NumPy/torch "
                               f"functions, and name your own attributes without a leading underscore; {YOURSELF}.")
             return VALUE
-        if isinstance(base, _Static) and not loads:
-            self.refuse(node, f"`{self.text(node)}`: the libraries' objects may not be changed; use your own "
-                              "variables.")
+        own = attr in STORED or not (attr in _surface(self.torch) or attr.startswith("_"))
+        if not loads and (isinstance(base, _Static) or not own):
+            self.refuse(node, f"`{self.text(node)}`: the libraries' objects may not be changed (`.{attr}` is "
+                              "one of theirs); use your own variables and attributes.")
             return VALUE
         if isinstance(base, _Static) and base.module:
             ok, obj = _member(base.obj.__name__, attr)

@@ -319,3 +319,39 @@ def test_the_rule_spares_a_numpy_notebook_importing_torch():
             "assert admission.refusals([{'label': 'a', 'source': 'import numpy as np\\nx = np.ones(2).sum()\\n'}]) == []\n"
             "assert 'torch' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=judged.REPO)
+
+
+def test_no_admitted_attribute_of_a_value_reaches_a_module_a_frame_or_a_kernel():
+    """The value attributes read on a sample of every kind of value the exercises handle."""
+    import functools
+    import inspect
+
+    import numpy as np
+
+    from mha_checks import calling, hidden
+    mha = calling.mha_stand_in(hidden.random_mha(np.random.default_rng(0), 6, 2).spec()["$mha"])
+    values = [torch.randn(2, 3), np.ones((2, 3)), np.float64(1.0), [1], {"a": 1}, "text", 1, 1.5, mha, mha.out_proj,
+              torch.float32, np.dtype("f8"), torch.finfo(torch.float32), np.finfo(np.float32), torch.Size([2]),
+              np.random.default_rng(0), torch.nn.Linear(2, 2), ValueError("x"), torch.device("cpu"), slice(1),
+              range(3), functools.partial(abs), torch.no_grad(), torch.max(torch.ones(2, 2), 0), np.add]
+    kernels = {id(getattr(mod, n)) for mod in (torch, F) for n in _names(mod)}
+    for value in values:
+        for attr in admission.VALUE_ATTRIBUTES:
+            try:
+                got = getattr(value, attr, None)
+            except Exception:  # noqa: BLE001 - e.g. .grad of a tensor that has none: nothing reached
+                continue
+            assert not (inspect.ismodule(got) or inspect.isframe(got) or inspect.iscode(got)
+                        or inspect.istraceback(got) or id(got) in kernels), (type(value), attr)
+
+
+@pytest.mark.parametrize("source, admitted", [
+    ("def f(x):\n    x.shape = (2, 3)\n    return x\n", True),
+    ("class A:\n    def __init__(self, w):\n        self.w_q = w\n", True),
+    ("def f(x):\n    C = [torch.Tensor][0]\n    C.softmax = lambda self, dim: self\n    return x\n", False),
+    ("def f(x):\n    x.transpose = None\n    return x\n", False),
+    ("def f(x):\n    del x.T\n", False),
+    ("def f(x):\n    torch.Tensor.shape = 3\n", False),
+])
+def test_only_the_students_own_attributes_and_array_data_are_assigned(source, admitted):
+    assert (refused(source) == []) is admitted, refused(source)
