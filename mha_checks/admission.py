@@ -459,8 +459,8 @@ class _Program:
     def _binding(self, node, name: str) -> None:
         kind = self.names.get(name)
         if isinstance(kind, tuple):
-            self.refuse(node, f"`{name}` names a module or a library object and is also assigned here; give "
-                              "your variable another name.")
+            self.refuse(node, f"`{name}` names a module or a library object here and something else elsewhere; "
+                              "give each its own name.")
         elif name in vars(builtins) and name not in BUILTINS | SHADOWED:
             self.refuse(node, f"`{name}` is the name of a builtin the exercises do not admit; name your variable "
                               "something else.")
@@ -520,7 +520,7 @@ class _Program:
 
     def _binding_static(self, node, name: str) -> None:
         if name in vars(builtins) and name not in BUILTINS | SHADOWED:
-            self._binding(node, name)
+            self._binding(node, name)  # (a name imported as two things is refused where it is used)
 
     # -- expressions: each is static (a resolved object) or a value --
 
@@ -559,7 +559,9 @@ class _Program:
         if isinstance(kind, _Static) or kind == VALUE:
             return kind
         if isinstance(kind, tuple):
-            return VALUE  # refused where it is bound
+            self.refuse(node, f"`{name}` names different things in different places (imports, or an import and a "
+                              "variable); give each its own name.")
+            return VALUE
         if name in DUNDER_READ:
             return VALUE
         if name.startswith("__") and name.endswith("__"):

@@ -355,3 +355,13 @@ def test_no_admitted_attribute_of_a_value_reaches_a_module_a_frame_or_a_kernel()
 ])
 def test_only_the_students_own_attributes_and_array_data_are_assigned(source, admitted):
     assert (refused(source) == []) is admitted, refused(source)
+
+
+@pytest.mark.parametrize("source", [
+    "from torch import nn as F\n\ndef f(q):\n    return F.scaled_dot_product_attention(q, q, q)\n",
+    "import numpy as F\n\ndef f(q):\n    return F.linear(q, q)\n",
+    "def f(q):\n    import torch.nn as F\n    return F.functional.scaled_dot_product_attention(q, q, q)\n",
+    "del F\n\ndef f(q):\n    return F.scaled_dot_product_attention(q, q, q)\n",
+])
+def test_a_name_that_names_two_things_is_refused(source):
+    assert refused(source)
