@@ -218,17 +218,24 @@ class Refusal:
 def refusals(cells: list[dict]) -> list[Refusal]:
     """What the grader refuses in a program (``{"label", "source"}`` cells, run in order): empty = admitted.
 
-    A cell that does not compile is not analysed: it never runs (the sandbox reports its error)."""
-    trees = [(c["label"], c["source"], t) for c in cells if (t := _parse(c["source"])) is not None]
-    return _Program(trees, namespace=None).check()
+    A cell with a syntax error is not analysed: it never runs (the sandbox reports its error). A
+    cell too deep for this process to parse is refused: the sandbox might still compile it."""
+    trees, deep = [], []
+    for cell in cells:
+        tree = _parse(cell["source"])
+        if tree is _TOO_DEEP:
+            deep.append(Refusal(cell["label"], 1, TOO_DEEP))
+        elif tree is not None:
+            trees.append((cell["label"], cell["source"], tree))
+    return deep or _Program(trees, namespace=None).check()
 
 
 def refusals_in_cell(source: str, label: str, namespace: dict) -> list[Refusal]:
     """The visible tests' view: one cell, its top-level expressions (try-it lines) left out, the names
     it does not bind resolved in the notebook's ``namespace``."""
     tree = _parse(source)
-    if tree is None:
-        return []
+    if tree is None or tree is _TOO_DEEP:
+        return [Refusal(label, 1, TOO_DEEP)] if tree is _TOO_DEEP else []
     tree.body = [s for s in tree.body if not isinstance(s, ast.Expr)]
     return _Program([(label, source, tree)], namespace=namespace).check()
 
@@ -239,11 +246,18 @@ def explain(found: list[Refusal], most: int = 3) -> str:
     return "Not run: this notebook may not be graded as it stands. " + " ".join(str(r) for r in found[:most]) + more
 
 
+TOO_DEEP = "the code is nested too deeply to be checked; write it in simpler statements."
+_TOO_DEEP = object()
+
+
 def _parse(source: str):
+    """The tree; None for code that compiles nowhere (a syntax error); _TOO_DEEP for code too deep to parse here."""
     try:
         return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError):
         return None
+    except (RecursionError, MemoryError):
+        return _TOO_DEEP
 
 
 # --- resolution: names and attribute chains to the real objects ------------------------------------
@@ -259,6 +273,11 @@ class _Static:
 
 
 VALUE = "value"
+MOST = 20  # refusals reported per program
+
+
+class _Enough(Exception):
+    """Raised once MOST refusals are found: the verdict is already 'refused'."""
 
 
 def _module(name: str):
@@ -339,17 +358,26 @@ class _Program:
         self.torch = False  # can the program hold a tensor? (decided once its names are bound)
 
     def check(self) -> list[Refusal]:
-        self._bind()
-        self.torch = "torch" in sys.modules if self.namespace is not None else any(
-            isinstance(k, _Static) and _package(k.obj) == "torch" for k in self.names.values())
-        for label, source, tree in self.trees:
-            self.label, self.source = label, source
-            for statement in tree.body:
-                self._stmt(statement, in_class=False)
+        """Every refusal (at most MOST: the work stays bounded whatever the notebook holds)."""
+        self.label = self.source = ""
+        try:
+            self._bind()
+            self.torch = "torch" in sys.modules if self.namespace is not None else any(
+                isinstance(k, _Static) and _package(k.obj) == "torch" for k in self.names.values())
+            for label, source, tree in self.trees:
+                self.label, self.source = label, source
+                for statement in tree.body:
+                    self._stmt(statement, in_class=False)
+        except _Enough:
+            pass
+        except RecursionError:
+            self.found[(self.label or self.trees[0][0], 1)] = TOO_DEEP
         return [Refusal(cell, line, text) for (cell, line), text in self.found.items()]
 
     def refuse(self, node, text: str) -> None:
         self.found.setdefault((self.label, getattr(node, "lineno", 0)), text)
+        if len(self.found) >= MOST:
+            raise _Enough
 
     def text(self, node) -> str:
         segment = ast.get_source_segment(self.source, node) if self.source else None

@@ -365,3 +365,10 @@ def test_only_the_students_own_attributes_and_array_data_are_assigned(source, ad
 ])
 def test_a_name_that_names_two_things_is_refused(source):
     assert refused(source)
+
+
+@pytest.mark.parametrize("source", ["x = " + "-" * 5_000 + "1\n",
+                                    "".join(f"y{i} = getattr\n" for i in range(2_000))])
+def test_the_rules_work_is_bounded_whatever_the_cell_holds(source):
+    found = refused(source)
+    assert 0 < len(found) <= admission.MOST
