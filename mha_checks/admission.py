@@ -455,14 +455,7 @@ class _Program:
         if _alias(node) and isinstance(self.names.get(node.targets[0].id), _Static):
             self._expr(node.value, module_ok=True)  # a static alias (`xp = np`): it names what it resolves to
             return None
-        for field, value in ast.iter_fields(node):
-            for child in value if isinstance(value, list) else [value]:
-                if isinstance(child, ast.stmt):
-                    self._stmt(child, in_class)
-                elif isinstance(child, ast.expr):
-                    self._expr(child)
-                elif isinstance(child, ast.AST):
-                    self._part(child, in_class)
+        self._children(node, in_class)
 
     def _part(self, node, in_class: bool) -> None:
         """The pieces of a statement that are neither statements nor expressions."""
@@ -475,7 +468,10 @@ class _Program:
                 self._binding(node, name)
         if isinstance(node, ast.comprehension) and node.is_async:
             self.refuse(node, "asynchronous code is not admitted in the exercises.")
-        for field, value in ast.iter_fields(node):
+        self._children(node, in_class)
+
+    def _children(self, node, in_class: bool) -> None:
+        for _, value in ast.iter_fields(node):
             for child in value if isinstance(value, list) else [value]:
                 if isinstance(child, ast.stmt):
                     self._stmt(child, in_class)
@@ -570,12 +566,7 @@ class _Program:
             return self._attribute(node)
         if isinstance(node, ast.Call):
             return self._call(node)
-        for field, value in ast.iter_fields(node):
-            for child in value if isinstance(value, list) else [value]:
-                if isinstance(child, ast.expr):
-                    self._expr(child)
-                elif isinstance(child, ast.AST):
-                    self._part(child, in_class=False)
+        self._children(node, in_class=False)  # an expression holds no statement
         return VALUE
 
     def _name(self, node):
