@@ -56,16 +56,16 @@ def encode(value, depth: int = 0):
             array = _bfloat16_as_float16(value) if str(getattr(value, "dtype", "")) == "torch.bfloat16" \
                 else value.detach().cpu().numpy()
         except (TypeError, RuntimeError):  # complex32, sparse, ...: not an answer we can read
-            return {"$other": f"a tensor of dtype {getattr(value, 'dtype', '?')}"}
-        return {"$tensor": _encode_numeric(array, type(value).__name__)}
+            return {"$other": f"a tensor of dtype {str(getattr(value, 'dtype', '?'))[:40]}"}
+        return {"$tensor": _encode_numeric(array, type_name(value))}
     if isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 1 and len(value) <= 64:
         value = list(value)  # np.array([w, b], dtype=object): a sequence of its items, like a list
     if isinstance(value, np.ndarray | np.generic):
-        return _encode_numeric(np.asarray(value), type(value).__name__)
+        return _encode_numeric(np.asarray(value), type_name(value))
     if isinstance(value, tuple | list) and len(value) <= 64:
         items = [encode(v, depth + 1) for v in value]
         return {"$tuple": items} if isinstance(value, tuple) else items
-    return {"$other": f"a {type(value).__name__}"}
+    return {"$other": f"a {type_name(value)}"}
 
 
 def _encode_numeric(a: np.ndarray, name: str):
@@ -74,7 +74,7 @@ def _encode_numeric(a: np.ndarray, name: str):
     if a.dtype.kind == "f" and a.dtype.itemsize > 8:  # longdouble (float128): more precise than float64
         a = a.astype(np.float64)
     if a.dtype.name not in DTYPES:
-        return {"$other": f"{'a NumPy array' if name == 'ndarray' else 'a ' + name} of dtype {a.dtype}"}
+        return {"$other": f"{'a NumPy array' if name == 'ndarray' else 'a ' + name} of dtype {str(a.dtype)[:40]}"}
     return encode_array(a)
 
 
@@ -119,18 +119,26 @@ class Other(str):
 # Building the arguments of a case on the student's side
 # --------------------------------------------------------------------------------------------
 
-def build_argument(spec):
-    """A case's argument as the student's function receives it (fresh copies every call)."""
+def fresh_array(spec: dict) -> np.ndarray:
+    """The array of an ``$array`` spec, a copy of its own (how arguments are built by default)."""
+    return decode_array(spec).copy()
+
+
+def build_argument(spec, make_array=fresh_array):
+    """A case's argument as the student's function receives it (fresh arrays every call).
+
+    ``make_array``: turns an ``$array`` spec into the array passed (the grader's harness passes
+    views of memory that it shares with the process calling the function, and watches)."""
     if isinstance(spec, list):
-        return [build_argument(s) for s in spec]
+        return [build_argument(s, make_array) for s in spec]
     if isinstance(spec, dict):
         if "$array" in spec:
-            return decode_array(spec["$array"]).copy()
+            return make_array(spec["$array"])
         if "$tensor" in spec:
             import torch
-            return torch.from_numpy(build_argument(spec["$tensor"]))
+            return torch.from_numpy(build_argument(spec["$tensor"], make_array))
         if "$mha" in spec:
-            return mha_stand_in(spec["$mha"])
+            return mha_stand_in(spec["$mha"], make_array)
         raise ValueError(f"unknown argument {sorted(spec)[:3]}")
     return spec
 
@@ -178,10 +186,11 @@ class MhaStandIn:
         return iter(self.state_dict().values())
 
 
-def mha_stand_in(spec: dict) -> MhaStandIn:
-    """The stand-in of a case's ``{"$mha": ...}`` argument (weights as torch tensors of their dtype)."""
+def mha_stand_in(spec: dict, make_array=fresh_array) -> MhaStandIn:
+    """The stand-in of a case's ``{"$mha": ...}`` argument: its weights are torch tensors sharing memory
+    with the arrays ``make_array`` gives (a change to them is seen there)."""
     import torch
-    weights = {k: torch.from_numpy(decode_array(v["$array"]).copy()) for k, v in spec["weights"].items()}
+    weights = {k: torch.from_numpy(make_array(v["$array"])) for k, v in spec["weights"].items()}
     return MhaStandIn(int(spec["embed_dim"]), int(spec["num_heads"]), weights)
 
 
@@ -210,13 +219,13 @@ def _same(before, after) -> bool:
     return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
 
 
-def call(fn, names: list[str], specs: list) -> dict:
+def call(fn, names: list[str], specs: list, make_array=fresh_array) -> dict:
     """Call ``fn`` on the arguments described by ``specs`` (named ``names``); the outcome as plain data.
 
     ``{"result": <encoded>}`` or ``{"error": {"type", "message", "line"}}``, plus ``"mutated"``:
     the names of the arguments the call changed in place.
     """
-    args = [build_argument(s) for s in specs]
+    args = [build_argument(s, make_array) for s in specs]
     before = [_snapshot(a) for a in args]
     outcome: dict = {"mutated": []}
     try:
@@ -235,7 +244,13 @@ def describe_error(err: BaseException) -> dict:
             line = lineno
     if isinstance(err, SyntaxError):
         line = err.lineno
-    return {"type": type(err).__name__, "message": str(err)[:500], "line": line}
+    return {"type": type_name(err), "message": str(err)[:500], "line": line}
+
+
+def type_name(value) -> str:
+    """The name of ``value``'s type, cut to 60 characters (a student's class may be named anything)."""
+    name = str(type(value).__name__)
+    return name if len(name) <= 60 else name[:57] + "..."
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick look: python -m mha_checks.calling

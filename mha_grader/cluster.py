@@ -27,6 +27,8 @@ from pathlib import Path
 
 from . import run, sandbox
 
+WINDOW_PER_THREAD = 4  # jobs submitted ahead per worker thread (each holds its decoded notebook)
+
 
 def execute(plan: list[dict], course, args, limits: sandbox.Limits, retries: int):
     """Yield (job, result or None) as jobs finish (None: failed after ``retries`` more tries)."""
@@ -41,14 +43,23 @@ def execute(plan: list[dict], course, args, limits: sandbox.Limits, retries: int
               f"{time.monotonic() - start:.1f} s)" + ("; waiting for workers to join" if not workers else ""),
               file=sys.stderr, flush=True)
         releases = {name: client.scatter(release, hash=False) for name, release in course.releases.items()}
-        jobs, futures, run_id = {}, [], uuid.uuid4().hex[:12]  # a key of this run never meets another run's
-        for job in plan:
+        jobs, run_id = {}, uuid.uuid4().hex[:12]  # a key of this run never meets another run's
+        waiting, running = iter(plan), as_completed()
+
+        def submit_next() -> None:
+            """The next job, its notebook read just now: only a window of them is decoded at once."""
+            job = next(waiting, None)
+            if job is None:
+                return
             key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{run_id}"  # ids hold no "/"
             assert key not in jobs, f"{key} planned twice"
             jobs[key] = job
-            futures.append(client.submit(grade_on_worker, releases[job["notebook"]], job, limits,
-                                         args.unsafe_no_sandbox, key=key, retries=retries, pure=False))
-        for future in as_completed(futures):
+            running.add(client.submit(grade_on_worker, releases[job["notebook"]], run.loaded(job), limits,
+                                      args.unsafe_no_sandbox, key=key, retries=retries, pure=False))
+        for _ in range(WINDOW_PER_THREAD * max(1, sum(w["nthreads"] for w in workers.values()), args.workers)):
+            submit_next()
+        for future in running:
+            submit_next()
             job = jobs[future.key]
             if future.status == "finished":
                 yield job, future.result()

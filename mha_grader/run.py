@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mha_checks.hidden import hidden_cases
 
-from . import course as course_mod, feedback, judging, report, sandbox
+from . import course as course_mod, feedback, judging, notebooks, report, sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter
 
@@ -52,9 +52,13 @@ def grade(args) -> int:
                 failed.append(job)
             else:
                 start = time.monotonic()
-                _record(course, writer, job, result)
+                try:
+                    _record(course, writer, job, result)
+                    results.append((job, result))
+                except Exception as err:  # noqa: BLE001 - one notebook's result never ends the run
+                    job["error"] = f"recording failed: {type(err).__name__}: {str(err)[:200]}"
+                    failed.append(job)
                 recording += time.monotonic() - start
-                results.append((job, result))
             progress.step()
     finally:
         writer.close()
@@ -97,19 +101,36 @@ def _plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
         for name, path in files.items():
             if args.notebook and name not in args.notebook:
                 continue
-            nb, digest, reason = course_mod.notebooks.read_submission(path) if path else (None, "", "was not handed in")
-            job_key = course.key(digest or reason, fingerprint)
+            content = notebooks.fingerprint(path) if path else "was not handed in"  # not decoded here
+            job_key = course.key(content, fingerprint)
             if stamps.get(name) == job_key and not args.force:
                 continue
-            plan.append({"student": student, "notebook": name, "nb": nb, "reason": reason, "key": job_key,
+            plan.append({"student": student, "notebook": name, "path": path and str(path), "key": job_key,
                          "cases": {g.id: hidden_cases(g.id, course_secret.rng(key, course.assignment, name, g.id))
                                    for g in course.releases[name].grade_cells}})
     return plan, notes
 
 
+def read(job: dict) -> tuple[dict | None, str]:
+    """(the job's notebook, decoded, or None, why not): read when it is graded, never all at once."""
+    if "nb" in job:  # read by the coordinating process for a worker that has no course folder
+        return job["nb"], job["reason"]
+    if not job["path"]:
+        return None, "was not handed in"
+    nb, _, reason = notebooks.read_submission(Path(job["path"]))
+    return nb, reason
+
+
+def loaded(job: dict) -> dict:
+    """The job with its notebook decoded (for a worker elsewhere)."""
+    nb, reason = read(job)
+    return {**job, "nb": nb, "reason": reason}
+
+
 def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
     """One notebook, on any worker. Raises InfraError when the sandbox failed (Dask retries it)."""
-    result = judging.grade_notebook(release, job["nb"], job["reason"], job["cases"], limits, unsafe)
+    nb, reason = read(job)
+    result = judging.grade_notebook(release, nb, reason, job["cases"], limits, unsafe)
     if result["status"] == "infra":
         raise InfraError("; ".join(result["notes"]) or "the sandbox returned nothing")
     return result
@@ -146,6 +167,7 @@ def _record(course, writer, job: dict, result: dict) -> None:
     student, name = job["student"], job["notebook"]
     writer.record(student, name, result["tests"])
     report.save(course, student, name, result)
+    nb, _ = read({k: v for k, v in job.items() if k != "nb"})  # read again, one at a time
     feedback.write(course.folder("feedback", student), course.folder("autograded", student),
-                   course.releases[name], job["nb"], result, student)
+                   course.releases[name], nb if result["status"] == "graded" else None, result, student)
     course.stamp(student, name, job["key"])
