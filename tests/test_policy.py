@@ -271,8 +271,8 @@ def _graded(answer: str, forge):
     return {t["id"]: t["score"] for t in result["tests"]}, jobs
 
 
-def _perfect_records(job, cases):
-    """Records claiming the reference's own outcome for every case, plus a `ready_made` claim of each kind."""
+def _perfect_records(job, cases, claim: dict | None = None):
+    """Records of the reference's own outcome for every case (with ``claim`` added to each outcome)."""
     from mha_checks import calling
     ns: dict = {}
     exec(judged.setup_code("05_assembly") + "\n" + judged.reference_answers("05_assembly")["multi_head_attention"], ns)
@@ -280,7 +280,7 @@ def _perfect_records(job, cases):
     for test in job["tests"]:
         for i, case in enumerate(cases[test["id"]]):
             outcome = calling.call(ns["multi_head_attention"], list(case.names), case.specs())
-            records.append({"test": test["id"], "case": i, "outcome": {**outcome, "ready_made": i % 2 == 0}})
+            records.append({"test": test["id"], "case": i, "outcome": {**outcome, **(claim or {})}})
         records.append({"test": test["id"], "status": "done", "detail": 0})
     return records
 
@@ -303,10 +303,12 @@ def test_an_admitted_notebook_is_judged_on_its_values_alone_whatever_it_claims()
     reference = judged.reference_answers("05_assembly")["multi_head_attention"]
     scores, jobs = _graded(reference, _perfect_records)
     assert len(jobs) == 1 and set(scores.values()) == {1.0}
-    scores, _ = _graded(reference, lambda job, cases: [{"test": t["id"], "case": 0, "outcome": {"ready_made": True,
-                                                                                               "mutated": []}}
+    for claim in ({"ready_made": False}, {"ready_made": "calling the module"}):  # a field the harness never writes
+        scores, _ = _graded(reference, lambda job, cases: _perfect_records(job, cases, claim))
+        assert set(scores.values()) == {0.0}
+    scores, _ = _graded(reference, lambda job, cases: [{"test": t["id"], "case": 0, "outcome": {"mutated": []}}
                                                        for t in job["tests"]])
-    assert set(scores.values()) == {0.0}  # a claim is not a result: no values, no points
+    assert set(scores.values()) == {0.0}  # no values, no points
 
 
 def test_the_rule_spares_a_numpy_notebook_importing_torch():
