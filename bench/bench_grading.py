@@ -12,7 +12,10 @@ For each exercise notebook, solved with the reference answer:
 * no sandbox: the same program started as a fresh interpreter with no isolation at all
   (--unsafe-no-sandbox): what a notebook costs without the fork server;
 * stock: what plain `nbgrader autograde` spends on the same notebook inside one batch (from its
-  timestamped log), on the course as it was before the grader (bench/stock.py).
+  timestamped log), on the course as it was before the grader (bench/stock.py);
+* rule: what the ready-made rule (mha_checks.admission.refusals, part of "sandboxed") spends on the
+  notebook's program in the trusted process; its first call, which imports the admitted modules
+  (torch among them) to resolve names, is measured apart.
 
 Then what the sandbox's kernel-side protections add per job: a job of one trivial test, run in
 turn with every protection and with one of them off (the system-call filter, the job's cgroup, the
@@ -35,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 import stock  # noqa: E402
 from submissions import kit  # noqa: E402
 
-from mha_checks import calling, judge  # noqa: E402
+from mha_checks import admission, calling, judge  # noqa: E402
 from mha_checks.hidden import hidden_cases  # noqa: E402
 from mha_grader import judging, notebooks, sandbox, secret  # noqa: E402
 
@@ -64,6 +67,14 @@ def test_work(release, nb: dict, cases: dict) -> float:
         for case in grade_cases:
             outcome = calling.call(namespace[case.function], list(case.names), case.specs())
             assert judge.judge(case, outcome).passed
+    return time.perf_counter() - start
+
+
+def rule(release, nb: dict) -> float:
+    """The ready-made rule on the notebook's program (its cells as the grader reads them)."""
+    cells = notebooks.program(release, nb).cells
+    start = time.perf_counter()
+    assert admission.refusals(cells) == []
     return time.perf_counter() - start
 
 
@@ -137,18 +148,22 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=40, help="trivial jobs per protection measured")
     args = parser.parse_args()
-    rows = {n: {k: [] for k in ("floor", "sandboxed", "no sandbox", "stock")} for n in kit.NOTEBOOKS}
+    rows = {n: {k: [] for k in ("floor", "sandboxed", "no sandbox", "stock", "rule")} for n in kit.NOTEBOOKS}
     with tempfile.TemporaryDirectory() as tmp:
         course = kit.make_course(Path(tmp) / "course")
         stock_course = stock.make_stock_course(Path(tmp) / "stock")
         releases = notebooks.load_release(course / "exercises" / "mha")
         once = one_off_costs()
+        start = time.perf_counter()
+        rule(releases["05_assembly"], kit.filled(course, "05_assembly"))
+        once["rule"] = time.perf_counter() - start
         for _ in range(args.repeat):
             for n in kit.NOTEBOOKS:
                 release, nb = releases[n], kit.filled(course, n)
                 cases = cases_of(release)
                 imports = "numpy, torch" if n == "05_assembly" else "numpy"
                 rows[n]["floor"].append(interpreter_and_imports(imports) + test_work(release, nb, cases))
+                rows[n]["rule"].append(rule(release, nb))
                 for label, unsafe in (("sandboxed", False), ("no sandbox", True)):
                     start = time.perf_counter()
                     result = judging.grade_notebook(release, nb, "", cases, unsafe=unsafe)
@@ -158,13 +173,15 @@ def main() -> None:
                 rows[n]["stock"].append(seconds)
     med = statistics.median
     print(f"Grading one notebook: medians of {args.repeat} runs, seconds\n")
-    print("| notebook | floor | sandboxed | no sandbox | stock autograde | sandboxed / floor | stock / sandboxed |")
-    print("|---|---|---|---|---|---|---|")
+    print("| notebook | floor | sandboxed | no sandbox | stock autograde | sandboxed / floor | stock / sandboxed "
+          "| ready-made rule (ms) |")
+    print("|---|---|---|---|---|---|---|---|")
     for n, r in rows.items():
-        f, s, u, k = (med(r[key]) for key in ("floor", "sandboxed", "no sandbox", "stock"))
-        print(f"| {n} | {f:.2f} | {s:.2f} | {u:.2f} | {k:.2f} | {s / f:.2f} | {k / s:.2f} |")
+        f, s, u, k, a = (med(r[key]) for key in ("floor", "sandboxed", "no sandbox", "stock", "rule"))
+        print(f"| {n} | {f:.2f} | {s:.2f} | {u:.2f} | {k:.2f} | {s / f:.2f} | {k / s:.2f} | {1000 * a:.1f} |")
     print(f"\nOnce per grading run: the NumPy fork server starts in {once['server']:.2f} s, the torch one "
-          f"(for the first exercise-5 notebook) in {once['torch']:.2f} s.")
+          f"(for the first exercise-5 notebook) in {once['torch']:.2f} s; the ready-made rule's first call "
+          f"(importing the admitted modules to resolve names) takes {once['rule']:.2f} s.")
     costs = hardening_costs(args.jobs)
     print(f"\nA trivial job (one test, one call), fastest of {args.jobs}: {costs['job'] * 1000:.1f} ms with every "
           "protection. Each protection's cost per job (fastest with it, less fastest without it):")

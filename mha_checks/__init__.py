@@ -9,5 +9,6 @@
   :mod:`mha_checks.arrange` and the tolerance policy of :mod:`mha_checks.arrays`;
 * :mod:`mha_checks.hidden` draws the hidden cases of every grade cell from the grader's generator;
 * :mod:`mha_checks.visible` is what the notebooks' grade cells call (same path, in the kernel);
-* :mod:`mha_checks.policy` refuses ready-made answers from the source, statically.
+* :mod:`mha_checks.admission` is the ready-made rule: which code may run at all, decided from the
+  source in the trusted process (an allowlist; its theory of operation opens the module).
 """

@@ -11,7 +11,11 @@ A value on the wire (``encode``/``decode``) is JSON with tagged objects:
 ``order``, a permutation P, the data are those of ``a.transpose(P)`` and the array is rebuilt as a
 transposed view: an argument that is a view reaches the student's function as one),
 ``{"$tensor": <array>}`` (a torch tensor), ``{"$tuple": [...]}``, ``{"$mha": {...}}`` (the
-weights of a ``torch.nn.MultiheadAttention``, built on the student's side), ``{"$other": type}``.
+weights of a ``torch.nn.MultiheadAttention``, handed to the student as :class:`MhaStandIn`),
+``{"$other": type}``.
+
+Nothing here decides a grade or guards anything: what a call returns is judged outside, and
+whether the code may run at all is decided before, from its source (:mod:`mha_checks.admission`).
 """
 import base64
 import sys
@@ -21,11 +25,9 @@ import numpy as np
 
 MAX_ELEMENTS = 1_000_000  # a result larger than this is not carried back
 DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
-READY_MADE = "calling the mha module itself (torch.nn.MultiheadAttention's forward)"
-
-
-class ReadyMade(Exception):
-    """Raised by the stand-in module's forward: the student's code called torch's own answer."""
+NOT_A_MODULE = ("mha holds the weights of a torch.nn.MultiheadAttention, nothing more: calling the module (its "
+                "forward) would be a ready-made answer, so here it computes nothing. Compute the attention "
+                "yourself from mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight and mha.out_proj.bias")
 
 
 def encode_array(a: np.ndarray, keep_layout: bool = False) -> dict:
@@ -159,29 +161,60 @@ def build_argument(spec, make_array=fresh_array):
             import torch
             return torch.from_numpy(build_argument(spec["$tensor"], make_array))
         if "$mha" in spec:
-            return guarded_mha(spec["$mha"], make_array)
+            return mha_stand_in(spec["$mha"], make_array)
         raise ValueError(f"unknown argument {sorted(spec)[:3]}")
     return spec
 
 
-def guarded_mha(spec: dict, make_array=fresh_array):
-    """A real torch.nn.MultiheadAttention (batch_first) with the case's weights, whose own
-    forward raises :class:`ReadyMade`: the student must compute attention from its weights.
-    Its parameters share memory with the arrays ``make_array`` gives (a change to them is seen there)."""
+class LinearStandIn:
+    """``mha.out_proj``: ``weight`` (d_out, d_in), ``bias`` (d_out,), and a call that is ``F.linear``."""
+
+    def __init__(self, weight, bias):
+        self.weight, self.bias = weight, bias
+        self.out_features, self.in_features = weight.shape
+
+    def __call__(self, x):
+        import torch
+        return torch.nn.functional.linear(x, self.weight, self.bias)
+
+    def parameters(self):
+        return iter([self.weight, self.bias])
+
+
+class MhaStandIn:
+    """What exercise 5's function receives as ``mha``: the attributes of a batch-first
+    ``torch.nn.MultiheadAttention`` (its weights as plain tensors, its sizes), and a call that
+    computes nothing (it raises TypeError saying so). The same in the visible and the hidden tests."""
+
+    def __init__(self, embed_dim: int, num_heads: int, weights: dict):
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim = embed_dim // num_heads
+        self.kdim = self.vdim = embed_dim
+        self.batch_first, self.training, self.dropout, self.add_zero_attn = True, False, 0.0, False
+        self.bias_k = self.bias_v = self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+        self.in_proj_weight, self.in_proj_bias = weights["in_proj_weight"], weights["in_proj_bias"]
+        self.out_proj = LinearStandIn(weights["out_proj_weight"], weights["out_proj_bias"])
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(NOT_A_MODULE)
+
+    def state_dict(self) -> dict:
+        return {"in_proj_weight": self.in_proj_weight, "in_proj_bias": self.in_proj_bias,
+                "out_proj.weight": self.out_proj.weight, "out_proj.bias": self.out_proj.bias}
+
+    def named_parameters(self):
+        return iter(self.state_dict().items())
+
+    def parameters(self):
+        return iter(self.state_dict().values())
+
+
+def mha_stand_in(spec: dict, make_array=fresh_array) -> MhaStandIn:
+    """The stand-in of a case's ``{"$mha": ...}`` argument: its weights are torch tensors sharing memory
+    with the arrays ``make_array`` gives (a change to them is seen there)."""
     import torch
-
-    class MultiheadAttention(torch.nn.MultiheadAttention):
-        def forward(self, *args, **kwargs):
-            raise ReadyMade(READY_MADE)
-
     weights = {k: torch.from_numpy(make_array(v["$array"])) for k, v in spec["weights"].items()}
-    dtype = weights["in_proj_weight"].dtype
-    mha = MultiheadAttention(spec["embed_dim"], spec["num_heads"], batch_first=True, dtype=dtype)
-    mha.in_proj_weight = torch.nn.Parameter(weights["in_proj_weight"])
-    mha.in_proj_bias = torch.nn.Parameter(weights["in_proj_bias"])
-    mha.out_proj.weight = torch.nn.Parameter(weights["out_proj_weight"])
-    mha.out_proj.bias = torch.nn.Parameter(weights["out_proj_bias"])
-    return mha.eval()
+    return MhaStandIn(int(spec["embed_dim"]), int(spec["num_heads"]), weights)
 
 
 def _snapshot(value):
@@ -213,16 +246,13 @@ def call(fn, names: list[str], specs: list, make_array=fresh_array) -> dict:
     """Call ``fn`` on the arguments described by ``specs`` (named ``names``); the outcome as plain data.
 
     ``{"result": <encoded>}`` or ``{"error": {"type", "message", "line"}}``, plus ``"mutated"``:
-    the names of the arguments the call changed in place, and ``"ready_made"`` when the call
-    reached torch's own forward of the module it was given.
+    the names of the arguments the call changed in place.
     """
     args = [build_argument(s, make_array) for s in specs]
     before = [_snapshot(a) for a in args]
     outcome: dict = {"mutated": []}
     try:
         outcome["result"] = encode(fn(*args))
-    except ReadyMade:
-        outcome["ready_made"] = READY_MADE
     except BaseException as err:  # noqa: BLE001 - the student's error (even SystemExit) is data too
         outcome["error"] = describe_error(err)
     outcome["mutated"] = [n for n, b, a in zip(names, before, args) if not _same(b, a)]

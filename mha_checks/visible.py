@@ -16,7 +16,7 @@ import textwrap
 
 import numpy as np
 
-from . import calling, policy
+from . import admission, calling
 from .cases import Case, MhaWeights
 from .hidden import NAMES
 from .judge import judge
@@ -75,10 +75,11 @@ def check(function: str, *args, expected=None, shape_only: bool = False, weights
     __tracebackhide__ = True
     namespace = sys._getframe(1).f_globals
     fn = find_function(function, namespace)
-    # a source that does not parse is a fragment (a lambda): the grader checks the whole cells
-    refused = [v for v in policy.violations(textwrap.dedent(cell_source(fn)), function) if "does not compile" not in v]
+    # the grader's rule on the cell that defines the function (the grader reads the whole notebook)
+    refused = admission.refusals_in_cell(textwrap.dedent(cell_source(fn)), function, namespace)
     if refused:
-        raise CheckFailed(f"{function}: " + " ".join(refused)) from None
+        raise CheckFailed(f"{function}: " + admission.explain(refused).replace("this notebook", "this code", 1)) \
+            from None
     kind = "shape" if shape_only else "weights" if weights_only else "values"
     case = Case(function, NAMES[function], tuple(plain(a) for a in args), kind, _expected(expected))
     verdict = judge(case, calling.call(fn, list(case.names), case.specs()))

@@ -74,8 +74,8 @@ def _one(record: dict, test: dict, slot: dict) -> None:
 
 
 def outcome(value, names: list[str]) -> dict:
-    """One call's outcome: {"result"} or {"error"} or {"missing"}, "mutated", maybe "ready_made"."""
-    if not isinstance(value, dict) or not set(value) <= {"result", "error", "missing", "ready_made", "mutated"}:
+    """One call's outcome: {"result"} or {"error"} or {"missing"}, and "mutated"."""
+    if not isinstance(value, dict) or not set(value) <= {"result", "error", "missing", "mutated"}:
         raise Invalid("a call's outcome is not the harness's (unknown fields)")
     out: dict = {}
     mutated = value.get("mutated", [])
@@ -88,8 +88,6 @@ def outcome(value, names: list[str]) -> dict:
         out["error"] = _failure(value["error"], None)
     if "missing" in value:
         out["missing"] = text(value["missing"], CAPS["name"])
-    if "ready_made" in value:
-        out["ready_made"] = text(value["ready_made"], CAPS["message"])
     return out
 
 

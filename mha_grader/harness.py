@@ -286,7 +286,7 @@ def observed(outcome, changed: set[str], names: list[str]) -> dict:
         outcome = {}
     claimed = outcome.get("mutated")
     claimed = {n for n in claimed if n in names} if isinstance(claimed, list) else set()
-    return {**{k: v for k, v in outcome.items() if k in ("result", "error", "missing", "ready_made")},
+    return {**{k: v for k, v in outcome.items() if k in ("result", "error", "missing")},
             "mutated": [n for n in names if n in changed | claimed]}
 
 

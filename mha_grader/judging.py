@@ -4,12 +4,10 @@ The result is plain data (a dict), so that it can travel from any worker to the 
 that writes the gradebook. Every grade cell of the release gets a score and a message, whatever
 the submission did: nothing here raises for a student's reason.
 """
-import ast
 import json
-import re
 import time
 
-from mha_checks import judge as checks, policy
+from mha_checks import admission, judge as checks
 
 from . import frames, notebooks, sandbox
 
@@ -38,9 +36,8 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
                 "status": "missing" if missing else "unreadable", "seconds": 0.0}
     try:
         prog = notebooks.program(release, nb)
-        blocked = _policy(prog.cells)
-        runnable = [g for g in release.grade_cells if not _blocked_for(g.id, cases, blocked, prog)]
-        job = _job(prog, runnable, cases)
+        refused = admission.refusals(prog.cells)  # the ready-made rule, decided here before anything runs
+        job = _job(prog, [] if refused else release.grade_cells, cases)
     except Exception as err:  # noqa: BLE001 - a notebook that breaks the static checks is that notebook's problem
         return _ungradable(release, err, start)
     report = sandbox.run(job, limits, unsafe) if job["tests"] \
@@ -52,7 +49,7 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
                 "notes": [f"sandbox: {frames.text(report.stderr.strip(), 500)}"], "status": "infra",
                 "seconds": round(time.monotonic() - start, 3)}
     try:
-        tests = _judge_all(release, cases, blocked, prog, report, job, limits)
+        tests = _judge_all(release, cases, refused, prog, report, job, limits)
     except Exception as err:  # noqa: BLE001 - whatever one notebook's results hold, the run goes on
         return _ungradable(release, err, start)
     return {"tests": tests, "notes": prog.notes, "status": "graded", "seconds": round(time.monotonic() - start, 3)}
@@ -78,14 +75,14 @@ def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
     return {"torch": torch, "cells": prog.cells, "tests": tests}
 
 
-def _judge_all(release, cases, blocked, prog, report, job, limits) -> list[dict]:
+def _judge_all(release, cases, refused, prog, report, job, limits) -> list[dict]:
     events = frames.events(report.records, job)
     if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
         raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
     tests = []
     for g in release.grade_cells:
-        verdict = _blocked_for(g.id, cases, blocked, prog) or _judge_test(g, cases[g.id], events.get(g.id, {}), prog,
-                                                                           report, limits)
+        verdict = (False, admission.explain(refused), "ready-made or forbidden code") if refused else \
+            _judge_test(g, cases[g.id], events.get(g.id, {}), prog, report, limits)
         tests.append(_result(g, *verdict))
     return tests
 
@@ -93,60 +90,6 @@ def _judge_all(release, cases, blocked, prog, report, job, limits) -> list[dict]
 def _result(g: notebooks.GradeCell, passed: bool, message: str, mistake: str | None) -> dict:
     return {"id": g.id, "points": g.points, "score": g.points if passed else 0.0,
             "message": message, "mistake": None if passed else mistake}
-
-
-# --- the static rule: no ready-made answer, checked on the source, outside the sandbox -------
-
-def _policy(cells: list[dict]) -> dict[str, list[str]]:
-    """{function name or "": violations} for the student's cells ("" = at the top level of a cell)."""
-    found: dict[str, list[str]] = {}
-    for cell in cells:
-        code = cell["source"]
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError):
-            continue  # reported as the cell's own error by the sandbox
-        for node in tree.body:
-            segment = ast.get_source_segment(code, node) or ""
-            name = node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else ""
-            for v in policy.violations(segment):
-                found.setdefault(name, []).append(_shift_line(str(v), node.lineno - 1, cell["label"]))
-    return found
-
-
-def _shift_line(message: str, offset: int, label: str) -> str:
-    return re.sub(r"\b[Ll]ine (\d+)", lambda m: f"line {int(m.group(1)) + offset} of the cell {label!r}", message,
-                  count=1)
-
-
-def _reaches(function: str, cells: list[dict]) -> set[str]:
-    """The top-level functions and classes ``function`` may call, itself included (by name)."""
-    calls: dict[str, set[str]] = {}
-    for cell in cells:
-        try:
-            tree = ast.parse(cell["source"])
-        except (SyntaxError, ValueError):
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                calls[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    seen, todo = set(), [function]
-    while todo:
-        name = todo.pop()
-        if name not in seen:
-            seen.add(name)
-            todo += calls.get(name, set()) & set(calls)
-    return seen
-
-
-def _blocked_for(gid: str, cases: dict, blocked: dict, prog: notebooks.Program):
-    functions = {c.function for c in cases[gid]}
-    reached = set().union(*(_reaches(f, prog.cells) for f in functions)) | {""}
-    hits = [v for name in sorted(reached) for v in blocked.get(name, [])]
-    if not hits:
-        return None
-    return False, "Not run: this code may not be graded as it stands. " + " ".join(hits[:3]), \
-        "ready-made or forbidden code"
 
 
 # --- what came back from the sandbox ----------------------------------------------------------

@@ -61,7 +61,7 @@ def test_no_solution_or_gradebook_content_reaches_a_student(hostile):
     answer = [line.strip() for line in kit.solution_cells("01_project")["project"].splitlines()
               if len(line.strip()) > 12 and not line.strip().startswith(("def ", '"""'))]
     assert answer and not [line for line in answer if line in text]
-    assert "BEGIN SOLUTION" not in text and "SQLite" not in text and "FileNotFoundError" in text
+    assert "BEGIN SOLUTION" not in text and "SQLite" not in text and "np.fromfile" in text  # refused, never run
 
 
 def test_no_process_is_left_behind(hostile):

@@ -315,17 +315,80 @@ CORRECT = [
               "    out = F.linear((weights @ v).transpose(1, 2).flatten(2), mha.out_proj.weight, mha.out_proj.bias)\n"
               "    import numpy as np\n    pair = np.empty(2, dtype=object)\n    pair[0], pair[1] = out.detach().numpy(), weights.detach().numpy()\n"
               "    return pair\n"),
-    # --- issue 15: styles no change of the checks may refuse (the first three wait for issue 14's rule) ---
-    Correct("c51_merge_as_strided_import", M, "merge_heads",
+    # --- styles the ready-made rule (mha_checks.admission) must admit (issue 14) ---------------------
+    Correct("c51_split_as_strided", S, "split_heads",
+            "import numpy as np\nfrom numpy.lib.stride_tricks import as_strided\n\n"
+            "def split_heads(x, num_heads):\n    x = np.ascontiguousarray(x)\n    b, t, d = x.shape\n"
+            "    s_b, s_t, s_d = x.strides\n    d_k = d // num_heads\n"
+            "    return as_strided(x, (b, num_heads, t, d_k), (s_b, d_k * s_d, s_t, s_d)).copy()\n"),
+    Correct("c52_merge_numpy_submodule_import", M, "merge_heads",
+            "import numpy.lib.stride_tricks\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"
+            "    y = numpy.lib.stride_tricks.sliding_window_view(x, 1, axis=0)[..., 0]  # the same array, as a view\n"
+            "    return y.transpose(0, 2, 1, 3).reshape(b, t, h * d_v)\n"),
+    Correct("c53_mha_module_classes_super_with_arguments", A, MHA,
+            "class Head(torch.nn.Module):\n    def __init__(self, w, b):\n        super(Head, self).__init__()\n"
+            "        self.w, self.b = w, b\n\n    def __call__(self, x):\n        return F.linear(x, self.w, self.b)\n\n\n"
+            "class Attention(torch.nn.Module):\n    def __init__(self, mha):\n        super().__init__()\n"
+            "        self.h = mha.num_heads\n        self.heads = [Head(w, b) for w, b in zip(mha.in_proj_weight.chunk(3),"
+            " mha.in_proj_bias.chunk(3))]\n        self.out = mha.out_proj\n\n"
+            "    def forward(self, query, key, value, causal):\n        b, t_q, d = query.shape\n        d_k = d // self.h\n"
+            "        q, k, v = (head(x).view(b, -1, self.h, d_k).transpose(1, 2)\n"
+            "                   for head, x in zip(self.heads, (query, key, value)))\n"
+            "        scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)\n"
+            "        if causal:\n            scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1),"
+            " float('-inf'))\n        weights = torch.softmax(scores, dim=-1)\n"
+            "        return self.out((weights @ v).transpose(1, 2).reshape(b, t_q, d)), weights\n\n\n"
+            + _HEAD + "    return Attention(mha)(query, key, value, causal)\n"),
+    Correct("c54_mha_own_decorator_name", A, MHA,
+            "import functools\n\ndef shapes_checked(fn):\n    @functools.wraps(fn)\n    def wrapper(*args, **kwargs):\n"
+            "        out = fn(*args, **kwargs)\n        assert out[0].shape == args[0].shape, f'{fn.__name__}: {out[0].shape}'\n"
+            "        return out\n    return wrapper\n\n\n@shapes_checked\n" + _HEAD + _PROJ
+            + "    heads, outs = [], []\n    for i in range(h):\n        s = slice(i * d_k, (i + 1) * d_k)\n"
+              "        q = query @ w_q[s].T + b_q[s]\n        k = key @ w_k[s].T + b_k[s]\n        v = value @ w_v[s].T + b_v[s]\n"
+              "        scores = torch.einsum('bqd,bkd->bqk', q, k) / math.sqrt(d_k)\n"
+              "        if causal:\n            scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1),"
+              " float('-inf'))\n        w = torch.softmax(scores, dim=-1)\n        heads.append(w)\n        outs.append(w @ v)\n"
+              "    return mha.out_proj(torch.cat(outs, dim=-1)), torch.stack(heads, dim=1)\n"),
+    Correct("c55_mha_numpy_inside", A, MHA,
+            "import numpy as np\n\n" + _HEAD
+            + "    q_in, k_in, v_in = (t.detach().numpy() for t in (query, key, value))\n"
+              "    w = mha.in_proj_weight.detach().numpy()\n    bias = mha.in_proj_bias.detach().numpy()\n"
+              "    d, h = q_in.shape[-1], mha.num_heads\n    d_k = d // h\n"
+              "    def heads(x, i):\n        y = x @ w[i * d:(i + 1) * d].T + bias[i * d:(i + 1) * d]\n"
+              "        return y.reshape(x.shape[0], x.shape[1], h, d_k).transpose(0, 2, 1, 3)\n"
+              "    q, k, v = heads(q_in, 0), heads(k_in, 1), heads(v_in, 2)\n"
+              "    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_k)\n"
+              "    if causal:\n        scores = np.where(np.triu(np.ones(scores.shape[-2:], dtype=bool), 1), -np.inf, scores)\n"
+              "    e = np.exp(scores - scores.max(-1, keepdims=True))\n    weights = e / e.sum(-1, keepdims=True)\n"
+              "    concat = (weights @ v).transpose(0, 2, 1, 3).reshape(q_in.shape)\n"
+              "    out = concat @ mha.out_proj.weight.detach().numpy().T + mha.out_proj.bias.detach().numpy()\n"
+              "    return torch.from_numpy(out), torch.from_numpy(weights)\n"),
+    Correct("c56_mha_dataclass_and_alias", A, MHA,
+            "from dataclasses import dataclass\nfrom typing import Optional\n\nlinear = F.linear\n\n\n@dataclass\n"
+            "class Sizes:\n    h: int\n    d_k: int\n\n\n"
+            "def split(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], sizes: Sizes) -> torch.Tensor:\n"
+            "    return linear(x, w, b).unflatten(-1, (sizes.h, sizes.d_k)).transpose(1, 2)\n\n\n"
+            + _HEAD + _PROJ + "    sizes = Sizes(h, d_k)\n"
+            "    q, k, v = (split(x, w, b, sizes) for x, w, b in ((query, w_q, b_q), (key, w_k, b_k), (value, w_v, b_v)))\n"
+            "    scores = q @ k.mT / math.sqrt(sizes.d_k)\n"
+            "    match causal:\n        case True:\n"
+            "            scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), -math.inf)\n"
+            "        case _:\n            pass\n"
+            "    weights = scores.softmax(dim=-1)\n"
+            "    try:\n        concat = (weights @ v).transpose(1, 2).flatten(2)\n    except RuntimeError as err:\n"
+            "        raise ValueError(f'could not merge the heads: {err}') from err\n"
+            "    return linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
+    # --- issue 15: styles no change of the checks may refuse  ---
+    Correct("c57_merge_as_strided_import", M, "merge_heads",
             "from numpy.lib.stride_tricks import as_strided\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"
             "    sb, sh, st, sd = x.strides\n"
             "    return as_strided(x, shape=(b, t, h, d_v), strides=(sb, st, sh, sd)).reshape(b, t, h * d_v)\n"),
-    Correct("c52_project_logging_decorator", P, "project",
+    Correct("c58_project_logging_decorator", P, "project",
             "import functools\n\ndef logged(fn):\n    @functools.wraps(fn)\n    def inner(*args, **kwargs):\n"
             "        inner.calls.append(fn.__name__)\n        return fn(*args, **kwargs)\n"
             "    inner.calls = []\n    return inner\n\n@logged\ndef project(x, w, b=None):\n    out = x @ w\n"
             "    return out if b is None else out + b\n"),
-    Correct("c53_mha_module_super_class_self", A, MHA,
+    Correct("c59_mha_module_super_class_self", A, MHA,
             "class Heads(torch.nn.Module):\n    def __init__(self, h):\n        super(Heads, self).__init__()\n"
             "        self.h = h\n\n    def forward(self, x):\n        b, t, d = x.shape\n"
             "        return x.reshape(b, t, self.h, d // self.h).transpose(1, 2)\n\n"
@@ -337,15 +400,15 @@ CORRECT = [
               "    weights = scores.softmax(-1)\n"
               "    concat = (weights @ v).transpose(1, 2).flatten(2)\n"
               "    return F.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
-    Correct("c54_merge_as_strided_attribute", M, "merge_heads",
+    Correct("c60_merge_as_strided_attribute", M, "merge_heads",
             "def merge_heads(x):\n    b, h, t, d_v = x.shape\n    sb, sh, st, sd = x.strides\n"
             "    view = np.lib.stride_tricks.as_strided(x, shape=(b, t, h, d_v), strides=(sb, st, sh, sd))\n"
             "    return view.reshape(b, t, h * d_v)\n"),
-    Correct("c55_per_head_heads_view", O, "output_projection_per_head",
+    Correct("c61_per_head_heads_view", O, "output_projection_per_head",
             "def output_projection_per_head(heads, w_o, b_o=None):\n    b, h, t, d_v = heads.shape\n"
             "    out = np.einsum('bhtv,hvo->bto', heads, w_o.reshape(h, d_v, -1))\n"
             "    return out if b_o is None else out + b_o\n"),
-    Correct("c56_mha_query_view_reshape", A, MHA, _HEAD + _PROJ
+    Correct("c62_mha_query_view_reshape", A, MHA, _HEAD + _PROJ
             + "    q, k, v = (F.linear(x, w, b) for x, w, b in ((query, w_q, b_q), (key, w_k, b_k), (value, w_v, b_v)))\n"
               "    q, k, v = (t.reshape(t.shape[0], t.shape[1], h, d_k).permute(0, 2, 1, 3) for t in (q, k, v))\n"
               "    scores = torch.einsum('bhqd,bhkd->bhqk', q, k) / math.sqrt(d_k)\n"
@@ -354,4 +417,3 @@ CORRECT = [
               "    concat = torch.einsum('bhqk,bhkd->bqhd', weights, v).reshape(query.shape)\n"
               "    return F.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
 ]
-AWAITING_RULE = {"c51_merge_as_strided_import", "c52_project_logging_decorator", "c53_mha_module_super_class_self"}

@@ -115,7 +115,8 @@ def huge_output(course):
 
 
 def patched_numpy(course):
-    """A wrong split_heads that also makes every NumPy comparison succeed in its own process."""
+    """A wrong split_heads that also makes every NumPy comparison succeed in its own process (the ready-made
+    rule refuses changing a library, so the notebook is not run)."""
     nb = _wrong_split(course)
     sol = next(c for c in nb["cells"] if kit.grade_id(c) == "split_heads")
     sol["source"] += ("\nnp.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
@@ -177,6 +178,71 @@ def calls_the_module(course):
     return {A: _with_answer(course, A, "multi_head_attention", code)}
 
 
+# --- ready-made answers through routes of each class of issue 14 (each must score 0) ---------------
+_MHA = "def multi_head_attention(query, key, value, mha, causal=False):\n"
+_MASK = ("    mask = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).triu(1) if causal else None\n")
+_ARGS = ("(query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), mha.embed_dim, mha.num_heads,\n"
+         "        mha.in_proj_weight, mha.in_proj_bias, None, None, False, 0.0, mha.out_proj.weight, mha.out_proj.bias,\n"
+         "        attn_mask=mask, average_attn_weights=False)\n")
+READY_MADE = {
+    # re-exports of what the rule refuses, through modules it admits
+    "builtins_via_torch": _MHA + _MASK + "    k = torch.builtins.getattr(F, 'multi_head_attention_forward')\n"
+                          "    out, w = k" + _ARGS + "    return out.transpose(0, 1), w\n",
+    "attrgetter_via_typing": "import typing\n\n" + _MHA + _MASK
+                             + "    k = typing.operator.attrgetter('nn.functional.multi_head_attention_forward')(torch)\n"
+                             "    out, w = k" + _ARGS + "    return out.transpose(0, 1), w\n",
+    # strings to names
+    "exec_of_a_hex_string": "import dataclasses\n\n" + _MHA
+                            + "    code = bytes.fromhex('6b203d20462e7363616c65645f646f745f70726f647563745f617474656e74696f6e').decode()\n"
+                            "    space = {'F': F}\n    dataclasses.builtins.exec(code, space)\n"
+                            "    return space['k'](query, key, value), None\n",
+    "getattr_computed": _MHA + "    name = ''.join(['scaled_dot', '_product', '_attention'])\n"
+                        "    return getattr(F, name)(query, key, value, is_causal=causal), None\n",
+    # syntax the old rule did not look into
+    "star_import": "from torch.nn.functional import *\n\n" + _MHA + _MASK
+                   + "    out, w = multi_head_attention_forward" + _ARGS + "    return out.transpose(0, 1), w\n",
+    "match_type_pattern": _MHA + _MASK + "    match type(mha):\n        case type(__base__=base):\n"
+                          "            return base.forward(mha, query, key, value, attn_mask=mask)\n",
+    "match_class_pattern": _MHA + _MASK + "    match F:\n        case object(multi_head_attention_forward=k):\n"
+                           "            out, w = k" + _ARGS + "            return out.transpose(0, 1), w\n",
+    # aliases and class bodies
+    "top_level_alias": "solve = F.multi_head_attention_forward\n\n" + _MHA + _MASK
+                       + "    out, w = solve" + _ARGS + "    return out.transpose(0, 1), w\n",
+    "class_body": "class Kernels:\n    mha = F.multi_head_attention_forward\n\n\n" + _MHA + _MASK
+                  + "    out, w = Kernels.mha" + _ARGS + "    return out.transpose(0, 1), w\n",
+    # private kernels
+    "torch_ops_native": _MHA + "    return torch.ops.aten._native_multi_head_attention(query, key, value, mha.embed_dim,\n"
+                        "        mha.num_heads, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias,\n"
+                        "        need_weights=True, average_attn_weights=False)\n",
+    # the runtime guard undone (there is none now: these reach nothing)
+    "guard_removed": "import sys\nsys.modules['calling'].mha_stand_in = lambda spec: None\n\n" + _MHA
+                     + "    delattr(type(mha), '__call__')\n    return mha(query, key, value)\n",
+    "unguarded_base_class": _MHA + _MASK + "    base = type(mha).__mro__[1]\n"
+                            "    return base.forward(mha, query, key, value, attn_mask=mask, average_attn_weights=False)\n",
+    # the allowlist's own edges
+    "frame_of_a_generator": _MHA + "    frame = (i for i in [0]).gi_frame\n"
+                            "    k = frame.f_builtins['getattr'](F, 'scaled_dot_product_attention')\n"
+                            "    return k(query, key, value, is_causal=causal), None\n",
+    "exception_carrying_the_module": _MHA + "    try:\n        F.no_such_name\n    except AttributeError as err:\n"
+                                     "        k = err.obj.scaled_dot_product_attention\n"
+                                     "    return k(query, key, value, is_causal=causal), None\n",
+    "module_in_a_comprehension": _MHA + "    k = [m for m in [F]][0].scaled_dot_product_attention\n"
+                                 "    return k(query, key, value, is_causal=causal), None\n",
+    "default_argument_and_decorator": "import functools\n\n@functools.partial(functools.partial, "
+                                      "kernel=F.scaled_dot_product_attention)\n"
+                                      "def multi_head_attention(query, key, value, mha, causal=False, kernel=None):\n"
+                                      "    return kernel(query, key, value, is_causal=causal), None\n",
+    "class_of_a_value": _MHA + "    torch_module = query.__class__.__module__\n"
+                        "    return query.__class__.__dict__['softmax'](query, -1), torch_module\n",
+    "dunder_dict_and_vars": _MHA + "    k = F.__dict__.get('scaled_dot_product_attention') or vars(F)['scaled_dot_product_attention']\n"
+                            "    return k(query, key, value, is_causal=causal), None\n",
+}
+
+
+def ready_made(route: str):
+    return lambda course: {A: _with_answer(course, A, "multi_head_attention", READY_MADE[route])}
+
+
 def symlinked_notebook(course):
     return {}
 
@@ -210,14 +276,20 @@ HOSTILE = [
     Hostile("h07_memory_in_one_test", memory_blow_up_in_one_test, {P: 2}),
     Hostile("h08_invalid_json", invalid_json, {P: 3, S: 0}, {S: "not valid JSON"}),
     Hostile("h09_huge_output", huge_output, {P: 3}),
-    Hostile("h10_patched_numpy", patched_numpy, {S: 1}),
+    Hostile("h10_patched_numpy", patched_numpy, {S: 0}, {S: "may not be changed"}),  # refused before it runs
     Hostile("h11_imports_the_checks", imports_the_checks, {S: 0}, {S: "mha_checks"}),
-    Hostile("h12_reads_course_files", reads_course_files, {P: 1}, {P: "FileNotFoundError"}),
-    Hostile("h13_writes_the_gradebook", writes_the_gradebook, {M: 2}),
+    Hostile("h12_reads_course_files", reads_course_files, {}, {P: "np.fromfile"}),  # refused before it runs
+    Hostile("h13_writes_the_gradebook", writes_the_gradebook, {}, {M: "tofile"}),  # refused before it runs
     Hostile("h14_private_torch_kernel", private_torch_kernel, {A: 0}, {A: "_scaled_dot_product_attention_math"}),
     Hostile("h15_obfuscated_kernel", obfuscated_kernel, {A: 0}, {A: "getattr"}),
     Hostile("h16_calls_the_module", calls_the_module, {A: 0}),
     Hostile("h17_symlinks_and_extra_files", symlinked_notebook, {}, {P: "not a regular file"}, extra=_symlinks),
     Hostile("h18_renamed_notebook", renamed_notebook, {S: 2}),
     Hostile("h99_honest_last", honest, FULL),
+] + [Hostile(f"r{i:02d}_{route}", ready_made(route), {}, {A: "Not run: this notebook may not be graded"})
+     for i, route in enumerate(READY_MADE)] + [
+    # admitted by the rule (it names nothing refused), and worth nothing: the stand-in computes no attention
+    Hostile("r90_admitted_call_of_the_stand_in", lambda course: {A: _with_answer(course, A, "multi_head_attention",
+            _MHA + "    match mha:\n        case object(out_proj=layer):\n            return mha(query, key, value)\n")},
+            {}, {A: "calling the module"}),
 ]

@@ -1,7 +1,7 @@
 """Grade a recipe at the judge level, fast: no nbgrader, no sandbox.
 
 What the grader does, in-process: run the notebook's setup cell and the solution cells (the
-reference answer, or a recipe's code), refuse a cell the static policy refuses, then for every
+reference answer, or a recipe's code), refuse a notebook the ready-made rule refuses, then for every
 grade cell call the function on the cell's hidden cases and judge each outcome; the first failing
 case decides the cell. The visible tests are the grade cells' own code, run in the same namespace.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mha_checks import calling, hidden, policy
+from mha_checks import admission, calling, hidden
 from mha_checks.judge import judge
 from mha_checks.visible import CheckFailed
 
@@ -67,9 +67,11 @@ def namespace(notebook: str, answers: dict[str, str]) -> dict:
 
 
 def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> dict[str, CellResult]:
-    """{grade cell: result} as the grader would record them (policy first, then the judge)."""
+    """{grade cell: result} as the grader would record them (the ready-made rule first, then the judge)."""
     ns = namespace(notebook, answers)
-    sources = reference_answers(notebook) | answers
+    program = [{"label": "setup", "source": setup_code(notebook)}] + [
+        {"label": cell, "source": code} for cell, code in (reference_answers(notebook) | answers).items()]
+    refused = admission.refusals(program)
     rng = np.random.default_rng(seed)
     results = {}
     for gid, nb in hidden.GRADE_CELLS.items():
@@ -77,9 +79,8 @@ def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> 
             continue
         results[gid] = CellResult(True)
         for case in hidden.hidden_cases(gid, rng):
-            refused = policy.violations(sources.get(case.function, ""), case.function)
             if refused:
-                results[gid] = CellResult(False, " ".join(refused), f"{case.function}: ready-made answer")
+                results[gid] = CellResult(False, admission.explain(refused), f"{case.function}: ready-made answer")
                 break
             fn = ns.get(case.function)
             if not callable(fn):
