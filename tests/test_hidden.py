@@ -132,10 +132,11 @@ def test_the_visible_check_hands_a_view_over_as_a_view():
     seen = []
 
     def merge_heads(x):
-        seen.append(x.flags.c_contiguous)
+        seen.append(x.strides)
         b, h, t, d_v = x.shape
         return x.transpose(0, 2, 1, 3).reshape(b, t, h * d_v)
     x = np.arange(120.0).reshape(2, 5, 12)
     exec("check('merge_heads', x.reshape(2, 5, 3, 4).transpose(0, 2, 1, 3), expected=x)",
          {"check": visible.check, "merge_heads": merge_heads, "x": x})
-    assert seen == [False]
+    view = x.reshape(2, 5, 3, 4).transpose(0, 2, 1, 3)
+    assert seen == [view.strides] and not view.flags.c_contiguous
