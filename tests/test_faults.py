@@ -1,0 +1,210 @@
+"""A grading run meets what goes wrong on an instructor's machine: ctrl-C in a terminal, SIGTERM, a
+second run on the same course, a full disk. Each time the run stops within seconds with one line
+that says what was graded and how to resume, leaves nothing running, and the rerun grades exactly
+the rest. (Run as root: the sandbox's user and the tmpfs mount need it.)"""
+import fcntl
+import json
+import os
+import pty
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from submissions import kit
+
+NOTEBOOKS = kit.NOTEBOOKS[:4]
+FAST, SLOW = ["a_fast_0", "a_fast_1", "a_fast_2"], ["z_slow_0", "z_slow_1", "z_slow_2"]
+JOBS = (len(FAST) + len(SLOW)) * len(kit.NOTEBOOKS)  # a notebook not handed in is a job too (a zero)
+SLEEPS = "def split_heads(x, num_heads):\n    while True:\n        pass\n"  # (no module to sleep with is allowed)
+PATIENT = ["--workers", "2", "--test-seconds", "200", "--notebook-seconds", "250"]  # a slow job runs minutes
+QUICK = ["--workers", "2", "--test-seconds", "2", "--notebook-seconds", "4"]  # the same jobs end in seconds
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """A course whose fast students come first and whose slow ones sleep in split_heads."""
+    base = tmp_path_factory.mktemp("faults")
+    course = kit.make_course(base / "course")
+    for student in FAST:
+        kit.submit(course, student, {n: kit.filled(course, n) for n in NOTEBOOKS})
+    for student in SLOW:
+        kit.submit(course, student, {"02_split_heads": kit.filled(course, "02_split_heads",
+                                                                  {"split_heads": SLEEPS})})
+    return course
+
+
+@pytest.fixture
+def course(released, tmp_path):
+    copy = tmp_path / "course"
+    shutil.copytree(released, copy)
+    return copy
+
+
+def command(course: Path, *options: str) -> list[str]:
+    return [sys.executable, "-m", "mha_grader", "--course", str(course), "grade", *options]
+
+
+def env(course: Path) -> dict:
+    secret = course.parent / "secret"
+    if not secret.exists():
+        secret.write_text("0123456789abcdef" * 4 + "\n")
+        secret.chmod(0o600)
+    return kit.grader_env(secret)
+
+
+def stamps(course: Path) -> dict[str, dict]:
+    return {p.parts[-3]: json.loads(p.read_text()) for p in (course / "autograded").glob("*/mha/.graded.json")}
+
+
+def graded(course: Path) -> int:
+    return sum(len(s) for s in stamps(course).values())
+
+
+def wait_for(condition, what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def sandboxes() -> set[int]:
+    """Processes running as a sandbox user (uid 61000 + n): jobs still alive."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if 61000 <= entry.stat().st_uid < 61256:
+                    found.add(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def stop_line(output: str) -> re.Match:
+    lines = [line for line in output.splitlines() if "Resume with:" in line]
+    assert len(lines) == 1, output[-3000:]
+    found = re.search(r"graded and recorded (\d+) of (\d+) notebook", lines[0])
+    assert found, lines[0]
+    return found
+
+
+def rerun_grades_the_rest(course: Path, before: int) -> None:
+    """The rerun grades exactly what the stopped run did not, and nothing twice."""
+    run = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
+    assert run.returncode in (0, 1), run.stdout + run.stderr  # the sleepers' timeouts are grades, not failures
+    assert f"This run graded {JOBS - before} notebook(s)" in run.stdout, run.stdout[-3000:]
+    assert graded(course) == JOBS
+    assert all(len(kit.scores(course)[s]) == len(kit.NOTEBOOKS) for s in FAST + SLOW)
+
+
+def test_ctrl_c_in_a_terminal_stops_within_seconds_and_the_rerun_finishes(course):
+    """ctrl-C typed twice in a pseudo-terminal while sandboxes sleep: one line, no traceback."""
+    main, terminal = pty.openpty()
+
+    def controlling_terminal():  # as a shell does: the terminal's foreground job
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(command(course, *PATIENT), env=env(course), stdin=terminal, stdout=terminal,
+                            stderr=terminal, start_new_session=True, preexec_fn=controlling_terminal)
+    os.close(terminal)
+    output = bytearray()
+    reader = threading.Thread(target=_drain, args=(main, output), daemon=True)
+    reader.start()
+    wait_for(lambda: graded(course) >= len(FAST) * len(kit.NOTEBOOKS) and len(sandboxes()) >= 2,
+             "the fast students to be graded while two slow ones run")
+    os.write(main, b"\x03")  # what the terminal sends for ctrl-C: SIGINT to the foreground process group
+    pressed = time.monotonic()
+    time.sleep(0.3)
+    os.write(main, b"\x03")
+    proc.wait(timeout=60)
+    stopped_in = time.monotonic() - pressed
+    reader.join(timeout=10)
+    os.close(main)
+    text = output.decode(errors="replace")
+    assert proc.returncode == 128 + signal.SIGINT, text[-3000:]
+    assert stopped_in < 20, f"stopped {stopped_in:.1f} s after ctrl-C while the sleeping jobs had minutes to go"
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+    found = stop_line(text)
+    assert int(found.group(1)) == graded(course) < JOBS and int(found.group(2)) == JOBS
+    assert not sandboxes(), "a sandbox outlived the run"
+    rerun_grades_the_rest(course, graded(course))
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            return
+        if not chunk:
+            return
+        into += chunk
+
+
+def test_one_run_at_a_time_sigterm_and_a_stale_lock(course):
+    first = subprocess.Popen(command(course, *PATIENT[2:], "--workers", "1"), env=env(course),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: sandboxes(), "the first run's slow job")
+    second = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=120)
+    assert second.returncode == 4, second.stdout + second.stderr
+    assert f"process {first.pid} on" in second.stderr and "Another grading run holds this course" in second.stderr
+    assert "Traceback" not in second.stderr
+
+    first.send_signal(signal.SIGTERM)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert "Stopped by SIGTERM" in err and "Traceback" not in err
+    assert int(stop_line(err).group(1)) == graded(course)
+    assert not sandboxes(), "a sandbox outlived the run"
+
+    # A run that died without a word (SIGKILL) leaves its name in the lock file, not the lock itself.
+    (course / ".grading.lock").write_text(json.dumps({"pid": 999999999, "host": "gone", "started": 0,
+                                                      "command": "grade"}))
+    before = graded(course)
+    run = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
+    assert "Took over the lock of a grading run that ended" in run.stderr and "process 999999999" in run.stderr
+    assert f"This run graded {JOBS - before} notebook(s)" in run.stdout, run.stdout[-3000:]
+    assert (course / ".grading.lock").read_text() == "", "a finished run leaves the lock free and empty"
+
+
+@pytest.fixture
+def small_disk(course):
+    """The course's feedback folder on a tmpfs with room for a few pages only."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = course / "feedback"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], check=True)
+    try:
+        from mha_grader import run
+        if run.MATHJAX.is_dir():  # copied at the start of every run: room for it first
+            shutil.copytree(run.MATHJAX, folder / "mathjax")
+        free = shutil.disk_usage(folder).free
+        with open(folder / "ballast", "wb") as fh:  # leaves about 120 kB: a few notebooks' pages
+            fh.write(b"\0" * max(0, free - 120_000))
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def test_a_full_disk_stops_the_run_with_one_sentence(course, small_disk):
+    start = time.monotonic()
+    run = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - start
+    assert run.returncode == 5, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert f"the disk that holds {small_disk}" in run.stderr and "is full" in run.stderr, run.stderr[-2000:]
+    found = stop_line(run.stderr)
+    assert int(found.group(1)) == graded(course) < JOBS
+    assert took < 60, f"the run went on for {took:.0f} s after the disk was full"
+    assert not sandboxes()
+    (small_disk / "ballast").unlink()
+    rerun_grades_the_rest(course, graded(course))
