@@ -13,6 +13,7 @@ import errno
 import hashlib
 import os
 import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -223,7 +224,7 @@ def _not_recorded(err: BaseException, course) -> str:
     from sqlalchemy.exc import DBAPIError
     from sqlalchemy.engine import make_url
     if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"the disk that holds {err.filename or course.root} is full"
+        return f"the disk that holds {err.filename or _fullest(course)} is full"
     if isinstance(err, OSError):
         return f"{err.filename or 'a file of the course'} could not be written ({err.strerror or err})"
     if isinstance(err, DBAPIError):
@@ -231,6 +232,12 @@ def _not_recorded(err: BaseException, course) -> str:
         where = make_url(course.db_url).render_as_string(hide_password=True)
         return f"the gradebook database {where} is unreachable or refused the write ({first})"
     return f"recording failed ({execute.sentence(err)})"
+
+
+def _fullest(course) -> Path:
+    """Of the folders a run writes to, the one with the least room left (a write that filled its disk)."""
+    folders = [f for f in (course.root / "feedback", course.root / "autograded", course.root) if f.is_dir()]
+    return min(folders, key=lambda f: shutil.disk_usage(f).free)
 
 
 def _close_quietly(writer) -> None:

@@ -208,3 +208,36 @@ def test_a_full_disk_stops_the_run_with_one_sentence(course, small_disk):
     assert not sandboxes()
     (small_disk / "ballast").unlink()
     rerun_grades_the_rest(course, graded(course))
+
+
+def test_the_database_stopped_mid_run_stops_the_run_with_one_sentence(course, tmp_path):
+    """PostgreSQL (scripts/services.py, loopback) stops while notebooks are still being graded."""
+    folder = tmp_path / "services"
+    script = [sys.executable, str(kit.REPO / "scripts" / "services.py")]
+    started = subprocess.run([*script, "start", str(folder), "--postgres"], capture_output=True, text=True,
+                             timeout=300)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        state = json.loads(started.stdout)
+        db_url = state["db_url"]
+        released = kit.nbgrader(course, "generate_assignment", kit.ASSIGNMENT, "--force", f"--db={db_url}",
+                                f"--CourseDirectory.course_id={kit.ASSIGNMENT}")
+        assert released.returncode == 0, released.stdout
+        run = subprocess.Popen(command(course, *QUICK, "--db-url", db_url), env=env(course),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: graded(course) >= len(FAST) * len(kit.NOTEBOOKS), "the fast students' grades")
+        postgres = state["processes"][0]["pid"]
+        os.kill(postgres, signal.SIGINT)  # PostgreSQL's fast shutdown: every connection is closed
+        stopped = time.monotonic()
+        out, err = run.communicate(timeout=300)
+        took = time.monotonic() - stopped
+    finally:
+        subprocess.run([*script, "stop", str(folder)], capture_output=True, timeout=300)
+    assert run.returncode == 5, out + err
+    assert "Traceback" not in err and "rollback" not in err.lower(), err[-3000:]
+    assert "the gradebook database postgresql+psycopg://grader:***@127.0.0.1" in err, err[-3000:]
+    assert "is unreachable or refused the write" in err
+    found = stop_line(err)
+    assert int(found.group(1)) == graded(course) < JOBS
+    assert took < 30, f"the run went on for {took:.0f} s after the database stopped"
+    assert not sandboxes()
