@@ -50,8 +50,10 @@ class Dask:
         """Submit every job; returns what the run should say about refused workers."""
         client = self.client
         refused = self._admit_workers()
-        releases = {name: client.scatter(release, hash=False) for name, release in self.releases.items()}
         run_id = uuid.uuid4().hex[:12]  # a key of this run never meets another run's
+        # Each release is a task, not scattered data: a copy lost with its worker is computed again.
+        releases = {name: client.submit(_same, release, key=f"mha-release/{name}/{run_id}", pure=False,
+                                        resources={self.resource: 1}) for name, release in self.releases.items()}
         for job in plan:
             key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{run_id}"  # ids hold no "/"
             assert key not in self.jobs, f"{key} planned twice"
@@ -116,6 +118,10 @@ class VersionGate(WorkerPlugin):
         else:
             logging.getLogger(__name__).warning("this worker takes no job of this run: its grader differs from "
                                                 "the coordinator's: %s", execute.differences(self.manifest, mine))
+
+
+def _same(release):
+    return release
 
 
 def _outcome(future) -> dict:

@@ -37,13 +37,17 @@ class GradebookWriter:
 
 
 def _released_under(db_url: str, assignment: str) -> str | None:
-    """The course id ``assignment`` was released under, or None when the gradebook has no such assignment."""
+    """The course id to open the gradebook with: the one ``assignment`` was released under, else (sqlite
+    leaves it dangling) a course the gradebook has; None when there is no such assignment."""
     engine = create_engine(db_url)
     try:
         with engine.connect() as db:
             if not inspect(db).has_table("assignment"):
                 return None
             row = db.execute(text("SELECT course_id FROM assignment WHERE name = :name"), {"name": assignment}).first()
+            courses = [c for (c,) in db.execute(text("SELECT id FROM course ORDER BY id"))]
     finally:
         engine.dispose()
-    return None if row is None else row[0]
+    if row is None:
+        return None
+    return row[0] if row[0] in courses or not courses else courses[0]

@@ -241,3 +241,63 @@ def test_the_database_stopped_mid_run_stops_the_run_with_one_sentence(course, tm
     assert int(found.group(1)) == graded(course) < JOBS
     assert took < 30, f"the run went on for {took:.0f} s after the database stopped"
     assert not sandboxes()
+
+
+@pytest.fixture(scope="module")
+def dask_services(tmp_path_factory):
+    """A Dask scheduler and two workers on loopback (scripts/services.py)."""
+    folder = tmp_path_factory.mktemp("dask")
+    script = [sys.executable, str(kit.REPO / "scripts" / "services.py")]
+    started = subprocess.run([*script, "start", str(folder), "--dask-workers", "2"], capture_output=True,
+                             text=True, timeout=300)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield json.loads(started.stdout)
+    finally:
+        subprocess.run([*script, "stop", str(folder)], capture_output=True, timeout=300)
+
+
+def test_a_worker_at_another_version_takes_no_job(course, dask_services, tmp_path):
+    """A third worker runs a copy of the grader with one message changed: it is named, and used for nothing."""
+    other = tmp_path / "other-clone"
+    for package in ("mha_checks", "mha_grader"):
+        shutil.copytree(kit.REPO / package, other / package, ignore=shutil.ignore_patterns("__pycache__"))
+    judging = other / "mha_grader" / "judging.py"
+    judging.write_text(judging.read_text().replace("Not graded: the file", "Not graded (other version): the file"))
+    log = open(tmp_path / "other-worker.log", "w")
+    worker = subprocess.Popen([str(kit.BIN / "dask"), "worker", dask_services["scheduler"], "--host", "127.0.0.1",
+                               "--nthreads", "1", "--no-dashboard", "--name", "other-version",
+                               "--preload", "mha_grader.cluster"], cwd=other, stdout=log, stderr=log,
+                              env={**kit.env(), "PYTHONPATH": str(other)}, start_new_session=True)
+    try:
+        from distributed import Client
+        with Client(dask_services["scheduler"], timeout="30s") as client:
+            client.wait_for_workers(3, timeout=120)
+        students = [option for s in FAST for option in ("--student", s)]
+        run = subprocess.run(command(course, "--scheduler", dask_services["scheduler"], *students), env=env(course),
+                             capture_output=True, text=True, timeout=600)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+        log.close()
+    assert run.returncode == 0, run.stdout + run.stderr
+    refusals = [line for line in run.stdout.splitlines() if "takes no job: its grader is not this one" in line]
+    assert len(refusals) == 1 and "mha_grader/judging.py differs" in refusals[0], run.stdout[-3000:]
+    assert f"This run graded {len(FAST) * len(kit.NOTEBOOKS)} notebook(s)" in run.stdout
+    results = [p.read_text() for p in (course / "autograded").glob("*/mha/*.result.json")]
+    assert len(results) == len(FAST) * len(kit.NOTEBOOKS)
+    assert not any("other version" in text for text in results), "a job ran on the worker at another version"
+
+
+def test_a_worker_killed_mid_run_costs_nothing(course, dask_services):
+    """One of two workers (its nanny with it) is killed while it runs a job: every notebook is still graded."""
+    run = subprocess.Popen(command(course, *QUICK[2:], "--scheduler", dask_services["scheduler"]), env=env(course),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: graded(course) >= 3 and sandboxes(), "a few grades and a running job")
+    victim = next(p for p in dask_services["processes"] if p["name"] == "dask-worker-0")
+    os.killpg(victim["pid"], signal.SIGKILL)
+    out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, out[-3000:] + err[-3000:]
+    assert "could not be graded" not in out and "NoneType" not in out + err
+    assert f"This run graded {JOBS} notebook(s)" in out, out[-3000:]
+    assert graded(course) == JOBS

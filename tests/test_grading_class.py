@@ -76,7 +76,7 @@ def outcome(course: Path, db_url: str = "") -> dict:
     """{student: {notebook: [(test, score in the gradebook, score, message, mistake)]}} and the notes."""
     from nbgrader.api import Gradebook
     out = {}
-    with Gradebook(db_url or f"sqlite:///{course / 'gradebook.db'}") as gb:
+    with Gradebook(db_url or f"sqlite:///{course / 'gradebook.db'}", kit.ASSIGNMENT if db_url else "default_course") as gb:
         for submission in gb.assignment_submissions(kit.ASSIGNMENT):
             assert submission.student.id not in out, f"{submission.student.id} has two submissions"
             per_nb = out[submission.student.id] = {}
@@ -88,6 +88,17 @@ def outcome(course: Path, db_url: str = "") -> dict:
                 per_nb[nb.name] = {"tests": [(t["id"], booked[t["id"]], t["score"], t["message"], t["mistake"])
                                              for t in stored["tests"]], "notes": stored["notes"]}
     return out
+
+
+def courses(db_url: str) -> list[str]:
+    """The ids in nbgrader's course table (read directly: opening a Gradebook would add its default)."""
+    from sqlalchemy import create_engine, text
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as db:
+            return sorted(row[0] for row in db.execute(text("SELECT id FROM course")))
+    finally:
+        engine.dispose()
 
 
 def graded_once(course: Path, log: str, students: dict) -> None:
@@ -132,6 +143,7 @@ def test_class_grades_are_the_same_everywhere(klass, loopback_services):
 
     db_url = loopback_services["db_url"]
     postgres, log = grade(klass, "postgres", "--workers", "2", db_url=db_url)
+    assert courses(db_url) == [kit.ASSIGNMENT], "the grader added a course row of its own"
     graded_once(postgres, log, students)
     assert outcome(postgres, db_url) == expected
 
