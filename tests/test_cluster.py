@@ -61,3 +61,30 @@ def test_a_job_planned_twice_is_refused(scheduler, monkeypatch):
     plan = jobs("alice")
     with pytest.raises(AssertionError, match="planned twice"):
         grade(scheduler, plan + plan[:1], monkeypatch, lambda *a: {})
+
+
+def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(monkeypatch):
+    """The local threads: an InfraError is tried three times; any other error of the grader once, in words."""
+    from mha_grader import judging
+    calls = Counter()
+
+    def fake(release, nb, reason, cases, limits, unsafe):
+        calls[reason] += 1
+        if reason == "infra":
+            return {"status": "infra", "notes": ["the fork server went away"]}
+        if reason == "bug":
+            raise KeyError("cases")
+        return {"status": "graded", "tests": [], "notes": []}
+
+    monkeypatch.setattr(judging, "grade_notebook", fake)
+    plan = [{"student": s, "notebook": "01_a", "key": "k", "nb": {}, "reason": s, "cases": {}}
+            for s in ("infra", "bug", "fine")]
+    backend = execute.Threads({"01_a": "release a"}, 2, sandbox.Limits(), unsafe=True)
+    backend.stopping.wait = lambda seconds: None  # no pause between tries in a test
+    backend.start(plan)
+    done = {job["reason"]: result for job, result in backend.results()}
+    backend.close()
+    assert calls == {"infra": 3, "bug": 1, "fine": 1}
+    assert done["infra"] == {"failed": "the sandbox returned nothing (the fork server went away); tried 3 times"}
+    assert done["bug"]["failed"].startswith("the grader itself failed on this notebook (KeyError: 'cases')")
+    assert done["fine"] == {"status": "graded", "tests": [], "notes": []}
