@@ -34,6 +34,7 @@ from distributed import WorkerPlugin
 from . import execute, sandbox
 
 PLUGIN = "mha-grader-version"
+LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
 
 
 class Dask:
@@ -143,7 +144,8 @@ def _connect(scheduler: str, workers: int):
 
     if scheduler == "local":
         cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None, preload=[__name__])
+                               host="127.0.0.1", dashboard_address=None, preload=[__name__],
+                               env={LOCAL_WORKER: "1"})
         return cluster, Client(cluster)
     return None, Client(scheduler, timeout="30s")
 
@@ -155,6 +157,8 @@ def dask_setup(server) -> None:
     from distributed import Worker
     if not isinstance(server, Worker):
         return
+    if os.environ.get(LOCAL_WORKER):  # ctrl-C in the terminal is for the run, which then stops its cluster
+        os.setpgid(0, 0)
     problems = _worker_isolation_problems()
     if problems:
         logging.getLogger(__name__).warning("the sandbox does not isolate student code on this worker; it will "
