@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mha_checks.hidden import hidden_cases
+from sqlalchemy.exc import DBAPIError
 
 from . import course as course_mod, execute, feedback, report, sandbox
 from . import secret as course_secret
@@ -151,13 +152,14 @@ def _run(args, course, plan: list[dict], notes: list[str], writer, stop: Stop, r
             if arrival is None:
                 break
             job, result = arrival
+            start = time.monotonic()
+            if "failed" not in result:
+                result = _record_or_stop(course, writer, job, result)
+            recording += time.monotonic() - start
             if "failed" in result:
                 job["error"] = result["failed"]
                 failed.append(job)
             else:
-                start = time.monotonic()
-                _record_or_stop(course, writer, job, result)
-                recording += time.monotonic() - start
                 results.append((job, result))
             progress.step()
             stop.check()
@@ -212,16 +214,20 @@ def _stopped(backend, progress, why: str, results: list, plan: list[dict], resum
           f"Resume with: {resume}", file=sys.stderr, flush=True)
 
 
-def _record_or_stop(course, writer, job: dict, result: dict) -> None:
+def _record_or_stop(course, writer, job: dict, result: dict) -> dict:
+    """Record ``result``; raises NotRecorded when the gradebook or the disk fails (the run stops), and
+    turns any other error (a bug, on this notebook's data) into this notebook's failure: the run goes on."""
     try:
         _record(course, writer, job, result)
-    except Exception as err:  # noqa: BLE001 - whatever failed, the run stops here, said in one sentence
+    except (OSError, DBAPIError) as err:
         raise NotRecorded(_not_recorded(err, course)) from err
+    except Exception as err:  # noqa: BLE001 - not stamped: the next run grades it again
+        return {"failed": f"its result could not be recorded ({execute.sentence(err)}); this is a bug in the grader"}
+    return result
 
 
 def _not_recorded(err: BaseException, course) -> str:
     """Why a result could not be recorded, as one plain sentence (no traceback)."""
-    from sqlalchemy.exc import DBAPIError
     from sqlalchemy.engine import make_url
     if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"the disk that holds {err.filename or _fullest(course)} is full"

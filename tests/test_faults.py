@@ -185,10 +185,35 @@ def test_one_run_at_a_time_sigterm_and_a_stale_lock(course):
     (course / ".grading.lock").write_text(json.dumps({"pid": 999999999, "host": "gone", "started": 0,
                                                       "command": "grade"}))
     before = graded(course)
-    run = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
-    assert "Took over the lock of a grading run that ended" in run.stderr and "process 999999999" in run.stderr
-    assert f"This run graded {JOBS - before} notebook(s)" in run.stdout, run.stdout[-3000:]
+    run = subprocess.Popen(command(course, *QUICK), env=env(course), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    wait_for(lambda: graded(course) > before, "the run to have planned and graded a notebook")
+    resubmitted = course / "submitted" / SLOW[-1] / "mha" / "02_split_heads.ipynb"
+    resubmitted.write_text(json.dumps(kit.filled(course, "02_split_heads")))  # handed in again, during the run
+    out, err = run.communicate(timeout=600)
+    assert "Took over the lock of a grading run that ended" in err and "process 999999999" in err
+    assert f"This run graded {JOBS - before} notebook(s)" in out, out[-3000:]
+    assert f"{SLOW[-1]}/02_split_heads: changed during the run; the next run grades it" in out
     assert (course / ".grading.lock").read_text() == "", "a finished run leaves the lock free and empty"
+    again = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
+    assert "This run graded 1 notebook(s)" in again.stdout, again.stdout[-3000:]
+    assert kit.scores(course)[SLOW[-1]]["02_split_heads"] == kit.max_scores(course)["02_split_heads"] | {
+        "needs_manual_grade": False}
+
+
+def test_deleted_edited_and_extra_test_cells_are_flagged(released):
+    """What the README promises: graded from the release's cells, with a note (the class table's `flagged`)."""
+    from mha_grader import notebooks
+    from submissions.hostile import HOSTILE
+    releases = notebooks.load_release(released / "exercises" / kit.ASSIGNMENT)
+    says = {"h01_edited_locked_cells": "Read-only cells edited", "h02_deleted_test_cells": "Test cells deleted",
+            "h04_schema_and_extra_grade_cells": "Extra or repeated test cells"}
+    for hostile in (h for h in HOSTILE if h.student in says):
+        for name, nb in hostile.build(released).items():
+            notes = notebooks.program(releases[name], nb).notes
+            assert any(n.startswith(says[hostile.student]) for n in notes), (hostile.student, notes)
+    for name in NOTEBOOKS:
+        assert notebooks.program(releases[name], kit.filled(released, name)).notes == []
 
 
 @pytest.fixture
