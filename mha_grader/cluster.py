@@ -42,6 +42,7 @@ class Dask:
 
     def __init__(self, scheduler: str, workers: int, releases: dict, limits: sandbox.Limits, unsafe: bool):
         self.releases, self.limits, self.unsafe = releases, limits, unsafe
+        self.started = time.monotonic()
         self.cluster, self.client = _connect(scheduler, workers)
         self.resource = f"mha-grader-{execute.fingerprint()}"
         self.jobs: dict = {}
@@ -84,7 +85,6 @@ class Dask:
 
     def _admit_workers(self) -> list[str]:
         """Register the version gate (on every worker, now and later); describe the workers it refused."""
-        start = time.monotonic()
         try:
             self.client.register_plugin(VersionGate(self.resource, execute.manifest()), name=PLUGIN)
         except Exception:  # noqa: BLE001 - a worker that cannot load the gate gets no resource: described below
@@ -92,7 +92,7 @@ class Dask:
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         print(f"Dask: scheduler {self.client.scheduler.address}, {len(workers)} worker(s) with "
               f"{sum(w['nthreads'] for w in workers.values())} thread(s) (connected in "
-              f"{time.monotonic() - start:.1f} s)" + ("; waiting for workers to join" if not workers else ""),
+              f"{time.monotonic() - self.started:.1f} s)" + ("; waiting for workers to join" if not workers else ""),
               file=sys.stderr, flush=True)
         theirs = self.client.run(execute.manifest, on_error="return")
         refused = [f"Dask worker {address} takes no job: its grader is not this one ("
@@ -101,7 +101,7 @@ class Dask:
                    if not isinstance(m, dict) or execute.fingerprint(m) != execute.fingerprint()]
         if workers and len(refused) == len(workers):
             raise execute.WrongVersion("No Dask worker runs this grader version, so nothing can be graded:\n  "
-                               + "\n  ".join(refused))
+                                       + "\n  ".join(refused))
         return refused
 
 
@@ -159,6 +159,7 @@ def dask_setup(server) -> None:
         return
     if os.environ.get(LOCAL_WORKER):  # ctrl-C in the terminal is for the run, which then stops its cluster
         os.setpgid(0, 0)
+    execute.manifest()  # the version of the code this process has loaded, not of files changed later
     problems = _worker_isolation_problems()
     if problems:
         logging.getLogger(__name__).warning("the sandbox does not isolate student code on this worker; it will "

@@ -30,7 +30,7 @@ from .gradebook import GradebookWriter
 from .lock import CourseLock, Held
 
 MATHJAX = Path(__file__).resolve().parents[1] / ".cache" / "site-extra" / "mathjax"  # made by `make book`
-EXIT_FAILED, EXIT_NO_SECRET, EXIT_NO_ISOLATION, EXIT_LOCKED, EXIT_NOT_RECORDED, EXIT_WORKERS = 1, 2, 3, 4, 5, 6
+EXIT_FAILED, EXIT_MISSING, EXIT_NO_ISOLATION, EXIT_LOCKED, EXIT_NOT_RECORDED, EXIT_WORKERS = 1, 2, 3, 4, 5, 6
 
 
 class Stopped(BaseException):
@@ -89,7 +89,11 @@ def grade(args) -> int:
             key = course_secret.load()
         except course_secret.NoSecret as err:
             print(err, file=sys.stderr)
-            return EXIT_NO_SECRET
+            return EXIT_MISSING
+        if not Path(args.course).is_dir():
+            print(f"No course folder at {args.course}: give the folder that holds exercises/ and submitted/ "
+                  "with --course.", file=sys.stderr)
+            return EXIT_MISSING
         try:
             with CourseLock(Path(args.course), resume) as lock:
                 if lock.stale_note():

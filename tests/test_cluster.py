@@ -1,6 +1,7 @@
-"""mha_grader.cluster on a Dask cluster inside this process (threads, so the grading function can be
-replaced): a sandbox failure is retried, a job that keeps failing is reported, every other job gives
-exactly one result, and a job planned twice is refused."""
+"""mha_grader's two backends without a sandbox. cluster.Dask on a Dask cluster inside this process
+(threads, so the grading function can be replaced): a sandbox failure is retried, a job that keeps
+failing is reported, every other job gives exactly one result, and a job planned twice is refused.
+execute.Threads: only a sandbox failure is tried again; a bug of the grader is reported once."""
 from collections import Counter
 from types import SimpleNamespace
 

@@ -21,7 +21,7 @@ import pytest
 from submissions import kit
 
 NOTEBOOKS = kit.NOTEBOOKS[:4]
-FAST, SLOW = ["a_fast_0", "a_fast_1", "a_fast_2"], ["z_slow_0", "z_slow_1", "z_slow_2"]
+FAST, SLOW = ["a_fast_0", "a_fast_1"], ["z_slow_0", "z_slow_1", "z_slow_2"]
 JOBS = (len(FAST) + len(SLOW)) * len(kit.NOTEBOOKS)  # a notebook not handed in is a job too (a zero)
 SLEEPS = "def split_heads(x, num_heads):\n    while True:\n        pass\n"  # (no module to sleep with is allowed)
 PATIENT = ["--workers", "2", "--test-seconds", "200", "--notebook-seconds", "250"]  # a slow job runs minutes
