@@ -61,8 +61,8 @@ class Dask:
             assert key not in self.jobs, f"{key} planned twice"
             self.jobs[key] = job
             self.futures.append(client.submit(grade_on_worker, releases[job["notebook"]], job, self.limits,
-                                              self.unsafe, key=key, retries=execute.RETRIES, pure=False,
-                                              resources={self.resource: 1}))
+                                              self.unsafe, execute.fingerprint(), key=key, pure=False,
+                                              retries=execute.RETRIES, resources={self.resource: 1}))
         return refused
 
     def results(self):
@@ -174,12 +174,15 @@ def dask_teardown(server) -> None:
     sandbox.stop_servers()
 
 
-def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
-    """execute.grade_job on a worker, after checking once per worker process that its sandbox isolates.
+def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool, version: str) -> dict:
+    """execute.grade_job on a worker, after checking that it runs grader ``version`` (the resource it
+    was given for it says so already) and, once per worker process, that its sandbox isolates.
 
     A worker whose sandbox does not isolate raises InfraError for every job (Dask retries it,
     perhaps elsewhere; in the end it is reported as not graded): it never grades unsandboxed.
     """
+    if execute.fingerprint() != version:
+        raise execute.InfraError(f"this worker runs grader version {execute.fingerprint()}, not {version}")
     if not unsafe:
         problems = _worker_isolation_problems()
         if problems:

@@ -224,10 +224,24 @@ def _record_or_stop(course, writer, job: dict, result: dict) -> dict:
     try:
         _record(course, writer, job, result)
     except (OSError, DBAPIError) as err:
+        _unrecord(course, job)
         raise NotRecorded(_not_recorded(err, course)) from err
     except Exception as err:  # noqa: BLE001 - not stamped: the next run grades it again
+        _unrecord(course, job)
         return {"failed": f"its result could not be recorded ({execute.sentence(err)}); this is a bug in the grader"}
     return result
+
+
+def _unrecord(course, job: dict) -> None:
+    """Remove what a failed record wrote before the stamp (a result file, a page cut short): nobody reads a
+    half-done record; its grades, already committed, are the ones the next run writes again."""
+    student, name = job["student"], job["notebook"]
+    for path in (report.result_path(course, student, name), course.folder("feedback", student) / f"{name}.html",
+                 course.folder("autograded", student) / f"{name}.ipynb"):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def _not_recorded(err: BaseException, course) -> str:

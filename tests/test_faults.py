@@ -245,6 +245,8 @@ def test_a_full_disk_stops_the_run_with_one_sentence(course, small_disk):
     assert f"the disk that holds {small_disk}" in run.stderr and "is full" in run.stderr, run.stderr[-2000:]
     found = stop_line(run.stderr)
     assert int(found.group(1)) == graded(course) < JOBS
+    pages = {p.parent.parent.name + "/" + p.stem for p in small_disk.glob("*/mha/*.html")}
+    assert pages == {f"{s}/{n}" for s, names in stamps(course).items() for n in names}, "a page cut short was kept"
     assert took < 60, f"the run went on for {took:.0f} s after the disk was full"
     assert not sandboxes()
     (small_disk / "ballast").unlink()
