@@ -3,6 +3,7 @@ second run on the same course, a full disk. Each time the run stops within secon
 that says what was graded and how to resume, leaves nothing running, and the rerun grades exactly
 the rest. (Run as root: the sandbox's user and the tmpfs mount need it.)"""
 import fcntl
+import importlib.util
 import json
 import os
 import pty
@@ -19,6 +20,10 @@ from pathlib import Path
 import pytest
 
 from submissions import kit
+
+spec = importlib.util.spec_from_file_location("services", kit.REPO / "scripts" / "services.py")
+services = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(services)
 
 NOTEBOOKS = kit.NOTEBOOKS[:4]
 FAST, SLOW = ["a_fast_0", "a_fast_1"], ["z_slow_0", "z_slow_1", "z_slow_2"]
@@ -254,11 +259,13 @@ def test_a_full_disk_stops_the_run_with_one_sentence(course, small_disk):
 
 
 def test_the_database_stopped_mid_run_stops_the_run_with_one_sentence(course, tmp_path):
-    """PostgreSQL (scripts/services.py, loopback) stops while notebooks are still being graded."""
+    """PostgreSQL (scripts/services.py, loopback) stops while notebooks are still being graded, then
+    comes back (same data): the rerun grades the rest."""
     folder = tmp_path / "services"
     script = [sys.executable, str(kit.REPO / "scripts" / "services.py")]
     started = subprocess.run([*script, "start", str(folder), "--postgres"], capture_output=True, text=True,
                              timeout=300)
+    again = None
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         state = json.loads(started.stdout)
@@ -270,20 +277,52 @@ def test_the_database_stopped_mid_run_stops_the_run_with_one_sentence(course, tm
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for(lambda: graded(course) >= len(FAST) * len(kit.NOTEBOOKS), "the fast students' grades")
         postgres = state["processes"][0]["pid"]
+        server = (Path(f"/proc/{postgres}/cmdline").read_bytes().decode().split("\0")[:-1],
+                  os.readlink(f"/proc/{postgres}/cwd"))
         os.kill(postgres, signal.SIGINT)  # PostgreSQL's fast shutdown: every connection is closed
         stopped = time.monotonic()
         out, err = run.communicate(timeout=300)
         took = time.monotonic() - stopped
+        assert run.returncode == 5, out + err
+        assert "Traceback" not in err and "rollback" not in err.lower(), err[-3000:]
+        assert "the gradebook database postgresql+psycopg://grader:***@127.0.0.1" in err, err[-3000:]
+        assert "is unreachable or refused the write" in err
+        found = stop_line(err)
+        assert int(found.group(1)) == graded(course) < JOBS
+        assert took < 30, f"the run went on for {took:.0f} s after the database stopped"
+        assert not sandboxes()
+
+        while services.processes(postgres):
+            time.sleep(0.1)
+        again = restart(*server)
+        wait_for(lambda: reachable(db_url), "PostgreSQL to be back")
+        rerun = subprocess.run(command(course, *QUICK, "--db-url", db_url), env=env(course), capture_output=True,
+                               text=True, timeout=600)
+        assert f"This run graded {JOBS - int(found.group(1))} notebook(s)" in rerun.stdout, rerun.stdout[-3000:]
+        assert graded(course) == JOBS
     finally:
+        if again is not None:
+            again.send_signal(signal.SIGINT)
+            again.wait(timeout=60)
         subprocess.run([*script, "stop", str(folder)], capture_output=True, timeout=300)
-    assert run.returncode == 5, out + err
-    assert "Traceback" not in err and "rollback" not in err.lower(), err[-3000:]
-    assert "the gradebook database postgresql+psycopg://grader:***@127.0.0.1" in err, err[-3000:]
-    assert "is unreachable or refused the write" in err
-    found = stop_line(err)
-    assert int(found.group(1)) == graded(course) < JOBS
-    assert took < 30, f"the run went on for {took:.0f} s after the database stopped"
-    assert not sandboxes()
+
+
+def restart(command: list[str], cwd: str) -> subprocess.Popen:
+    """PostgreSQL again, on its data folder, as scripts/services.py started it."""
+    return subprocess.Popen([*services._unprivileged(Path(cwd)), *command], cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def reachable(db_url: str) -> bool:
+    from sqlalchemy import create_engine, text
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as db:
+            return db.execute(text("SELECT 1")).scalar() == 1
+    except Exception:  # noqa: BLE001 - not yet
+        return False
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(scope="module")
