@@ -1,7 +1,9 @@
 """A grading run meets what goes wrong on an instructor's machine: ctrl-C in a terminal, SIGTERM, a
-second run on the same course, a full disk. Each time the run stops within seconds with one line
-that says what was graded and how to resume, leaves nothing running, and the rerun grades exactly
-the rest. (Run as root: the sandbox's user and the tmpfs mount need it.)"""
+second run on the same course, a full disk, the database stopped, a Dask worker at another version or
+killed. Each time the run stops within seconds with one line that says what was graded and how to
+resume (or, for a worker, loses nothing), leaves nothing running, and the rerun grades exactly the
+rest. The slow students' answers spin (no module that sleeps is allowed), so a run never ends by
+itself while a test acts. (Run as root: the sandbox's users and the tmpfs mount need it.)"""
 import fcntl
 import importlib.util
 import json
@@ -28,21 +30,21 @@ spec.loader.exec_module(services)
 NOTEBOOKS = kit.NOTEBOOKS[:4]
 FAST, SLOW = ["a_fast_0", "a_fast_1"], ["z_slow_0", "z_slow_1", "z_slow_2"]
 JOBS = (len(FAST) + len(SLOW)) * len(kit.NOTEBOOKS)  # a notebook not handed in is a job too (a zero)
-SLEEPS = "def split_heads(x, num_heads):\n    while True:\n        pass\n"  # (no module to sleep with is allowed)
+SPINS = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
 PATIENT = ["--workers", "2", "--test-seconds", "200", "--notebook-seconds", "250"]  # a slow job runs minutes
 QUICK = ["--workers", "2", "--test-seconds", "2", "--notebook-seconds", "4"]  # the same jobs end in seconds
 
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
-    """A course whose fast students come first and whose slow ones sleep in split_heads."""
+    """A course whose fast students come first and whose slow ones spin in split_heads."""
     base = tmp_path_factory.mktemp("faults")
     course = kit.make_course(base / "course")
     for student in FAST:
         kit.submit(course, student, {n: kit.filled(course, n) for n in NOTEBOOKS})
     for student in SLOW:
         kit.submit(course, student, {"02_split_heads": kit.filled(course, "02_split_heads",
-                                                                  {"split_heads": SLEEPS})})
+                                                                  {"split_heads": SPINS})})
     return course
 
 
