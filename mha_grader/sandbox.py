@@ -196,7 +196,7 @@ def _hang_up(connection: socket.socket) -> None:
 
 def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str) -> Report:
     started: list[subprocess.Popen] = []
-    with _Running(lambda: [p.kill() for p in started]):
+    with _Running(lambda: [_kill_group(p.pid) for p in started]):
         read_end, write_end = os.pipe()
         proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, env=ENV, start_new_session=True,
@@ -211,6 +211,14 @@ def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str) -> Report:
             returncode = proc.wait()
     report.returncode = returncode
     return report
+
+
+def _kill_group(pid: int) -> None:
+    """The unsafe job and every process it started (its own session: no namespace ends them)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _collect(read_end: int, timeout: float) -> Report:

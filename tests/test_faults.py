@@ -388,3 +388,24 @@ def test_a_worker_killed_mid_run_costs_nothing(course, dask_services):
     assert "could not be graded" not in out and "NoneType" not in out + err
     assert f"This run graded {JOBS} notebook(s)" in out, out[-3000:]
     assert graded(course) == JOBS
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["sandboxed", "unsafe-no-sandbox"])
+def test_end_all_ends_a_running_job_at_once_and_refuses_new_ones(unsafe):
+    """What a stopping run calls: the job (and what it started) ends now, not at its time limit."""
+    from mha_grader import sandbox
+    job = {"torch": False, "cells": [{"label": "spin", "source": "while True:\n    pass\n"}],
+           "tests": [{"id": "t", "cases": []}]}
+    done = {}
+    runner = threading.Thread(target=lambda: done.update(report=sandbox.run(job, sandbox.Limits(60, 60, 90), unsafe)))
+    sandbox.accept_new()
+    runner.start()
+    wait_for(lambda: sandbox._RUNNING, "the job to start", timeout=60)
+    time.sleep(0.5)
+    ended = time.monotonic()
+    assert sandbox.end_all() == 1
+    runner.join(timeout=30)
+    assert not runner.is_alive() and time.monotonic() - ended < 10, "the job ran on after end_all"
+    with pytest.raises(sandbox.Ended):
+        sandbox.run(job, sandbox.Limits(), unsafe)
+    sandbox.accept_new()
