@@ -47,11 +47,12 @@ class Dask:
         self.resource = f"mha-grader-{execute.fingerprint()}"
         self.jobs: dict = {}
         self.futures: list = []
+        self.refused: list[str] = []
 
-    def start(self, plan: list[dict]) -> list[str]:
-        """Submit every job; returns what the run should say about refused workers."""
+    def start(self, plan: list[dict]) -> None:
+        """Submit every job (after the version check: see notes())."""
         client = self.client
-        refused = self._admit_workers()
+        self._admit_workers()
         run_id = uuid.uuid4().hex[:12]  # a key of this run never meets another run's
         # Each release is a task, not scattered data: a copy lost with its worker is computed again.
         releases = {name: client.submit(_same, release, key=f"mha-release/{name}/{run_id}", pure=False,
@@ -63,7 +64,6 @@ class Dask:
             self.futures.append(client.submit(grade_on_worker, releases[job["notebook"]], job, self.limits,
                                               self.unsafe, execute.fingerprint(), key=key, pure=False,
                                               retries=execute.RETRIES, resources={self.resource: 1}))
-        return refused
 
     def results(self):
         """(job, result) as jobs finish."""
@@ -71,6 +71,11 @@ class Dask:
         for future in as_completed(self.futures):
             yield self.jobs[future.key], _outcome(future)
             future.release()
+
+    def notes(self) -> list[str]:
+        """The workers that took no job because their grader is another version (also those that joined
+        during the run), each with what differs."""
+        return sorted(set(self.refused) | set(self._refusals()))
 
     def stop(self) -> int:
         """Cancel what has not started; end the sandboxes the workers are running for us."""
@@ -83,26 +88,31 @@ class Dask:
         if self.cluster is not None:
             self.cluster.close()
 
-    def _admit_workers(self) -> list[str]:
-        """Register the version gate (on every worker, now and later); describe the workers it refused."""
+    def _admit_workers(self) -> None:
+        """Register the version gate (on every worker, now and later); stop if it refuses them all."""
         try:
             self.client.register_plugin(VersionGate(self.resource, execute.manifest()), name=PLUGIN)
-        except Exception:  # noqa: BLE001 - a worker that cannot load the gate gets no resource: described below
+        except Exception:  # noqa: BLE001 - a worker that cannot load the gate gets no resource: see _refusals
             pass
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         print(f"Dask: scheduler {self.client.scheduler.address}, {len(workers)} worker(s) with "
               f"{sum(w['nthreads'] for w in workers.values())} thread(s) (connected in "
               f"{time.monotonic() - self.started:.1f} s)" + ("; waiting for workers to join" if not workers else ""),
               file=sys.stderr, flush=True)
-        theirs = self.client.run(execute.manifest, on_error="return")
-        refused = [f"Dask worker {address} takes no job: its grader is not this one ("
-                   + (execute.differences(m) if isinstance(m, dict) else execute.sentence(m)) + ")."
-                   for address, m in sorted(theirs.items())
-                   if not isinstance(m, dict) or execute.fingerprint(m) != execute.fingerprint()]
-        if workers and len(refused) == len(workers):
+        self.refused = self._refusals()
+        for refusal in self.refused:
+            print(refusal, file=sys.stderr, flush=True)
+        if workers and len(self.refused) == len(workers):
             raise execute.WrongVersion("No Dask worker runs this grader version, so nothing can be graded:\n  "
-                                       + "\n  ".join(refused))
-        return refused
+                                       + "\n  ".join(self.refused))
+
+    def _refusals(self) -> list[str]:
+        """A sentence per worker whose grader is not this one (what differs, or why it cannot say)."""
+        theirs = self.client.run(execute.manifest, on_error="return")
+        return [f"Dask worker {address} takes no job: its grader is not this one ("
+                + (execute.differences(m) if isinstance(m, dict) else execute.sentence(m)) + ")."
+                for address, m in sorted(theirs.items())
+                if not isinstance(m, dict) or execute.fingerprint(m) != execute.fingerprint()]
 
 
 class VersionGate(WorkerPlugin):

@@ -148,7 +148,7 @@ def _run(args, course, plan: list[dict], notes: list[str], writer, stop: Stop, r
     try:
         with stop.waiting():
             backend = _backend(args, course, limits)
-            notes += backend.start(plan) or []
+            backend.start(plan)
         arrivals = backend.results()
         while True:
             with stop.waiting():
@@ -167,6 +167,7 @@ def _run(args, course, plan: list[dict], notes: list[str], writer, stop: Stop, r
                 results.append((job, result))
             progress.step()
             stop.check()
+        notes += backend.notes()
     except Stopped:
         _stopped(backend, progress, f"Stopped by {stop.name()}", results, plan, resume)
         backend = None
