@@ -130,7 +130,7 @@ def recording_cost(graded: Path, scratch: Path) -> float:
     """Seconds the coordinating process spends recording one result, with nothing else running: every
     result of ``graded`` recorded again in a copy (the serial part of a run, whatever the workers)."""
     sys.path.insert(0, str(ROOT))
-    from mha_grader import course as course_mod, notebooks, run as grader
+    from mha_grader import course as course_mod, run as grader
     from mha_grader.gradebook import GradebookWriter
 
     shutil.copytree(graded, scratch)
@@ -139,8 +139,9 @@ def recording_cost(graded: Path, scratch: Path) -> float:
     for path in sorted((scratch / "autograded").glob(f"*/{kit.ASSIGNMENT}/*.result.json")):
         student, name = path.parts[-3], path.name.removesuffix(".result.json")
         submitted = course.folder("submitted", student) / f"{name}.ipynb"
-        nb = notebooks.read_submission(submitted)[0] if submitted.exists() else None
-        jobs.append(({"student": student, "notebook": name, "nb": nb, "key": "bench"}, json.loads(path.read_text())))
+        job = {"student": student, "notebook": name, "path": str(submitted) if submitted.exists() else None,
+               "key": "bench"}  # recording reads the notebook again (the run holds none of them)
+        jobs.append((job, json.loads(path.read_text())))
     writer = GradebookWriter(course.db_url, course.assignment)
     start = time.perf_counter()
     for job, result in jobs:

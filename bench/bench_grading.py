@@ -14,6 +14,10 @@ For each exercise notebook, solved with the reference answer:
 * stock: what plain `nbgrader autograde` spends on the same notebook inside one batch (from its
   timestamped log), on the course as it was before the grader (bench/stock.py).
 
+Then what the sandbox's kernel-side protections add per job: a job of one trivial test, run in
+turn with every protection and with one of them off (the system-call filter, the job's cgroup, the
+fresh keyring), interleaved so that the machine's load falls alike on each.
+
 Medians of --repeat runs, seconds.  .venv/bin/python bench/bench_grading.py [--repeat 3]
 """
 import argparse
@@ -75,6 +79,46 @@ def one_off_costs() -> dict[str, float]:
     return {"server": first - warm, "torch": first_torch - warm_torch}
 
 
+def hardening_costs(jobs: int) -> dict[str, float]:
+    """Seconds: a trivial sandboxed job with everything, and each protection's cost per job (with it,
+    less without it), minima of ``jobs`` interleaved runs each (the runs the machine's other load
+    disturbed least); the job's cgroup's own setup and removal (timed by the fork server, median);
+    one system call under the filter."""
+    trivial = {"torch": False, "cells": [{"label": "c", "source": "def f():\n    return 1\n"}],
+               "tests": [{"id": "t", "cases": [{"function": "f", "names": [], "specs": []}]}]}
+    variants = {"all": sandbox.Hardening(), "seccomp filter": sandbox.Hardening(seccomp=False),
+                "cgroup": sandbox.Hardening(cgroup=False), "fresh keyring": sandbox.Hardening(keyring=False)}
+    sandbox.run(trivial)  # (the server's start is not a job's cost)
+    seconds, cgroup = {name: [] for name in variants}, []
+    for _ in range(jobs):
+        for name, hardening in variants.items():
+            start = time.perf_counter()
+            report = sandbox.run(trivial, hardening=hardening)
+            seconds[name].append(time.perf_counter() - start)
+            cgroup += [report.usage["overhead_s"]] if "overhead_s" in report.usage else []
+    least = {name: min(s) for name, s in seconds.items()}
+    return {"job": least["all"], **{name: least["all"] - least[name] for name in variants if name != "all"},
+            "cgroup itself": statistics.median(cgroup), "per call": syscall_cost()}
+
+
+def syscall_cost(calls: int = 200_000, runs: int = 7) -> float:
+    """Seconds one system call (getppid) costs more under the filter: the fastest of ``runs`` timings
+    inside a sandbox with it, less the fastest without it, per call."""
+    timing = {"torch": False, "cells": [{"label": "c", "source": (
+        "import os, time\ndef f():\n    start = time.perf_counter()\n"
+        f"    for _ in range({calls}):\n        os.getppid()\n    return time.perf_counter() - start\n")}],
+        "tests": [{"id": "t", "cases": [{"function": "f", "names": [], "specs": []}]}]}
+
+    def seconds(hardening) -> float:
+        report = sandbox.run(timing, hardening=hardening)
+        return calling.decode(next(r["outcome"]["result"] for r in report.records if "outcome" in r))
+    runs_of = {True: [], False: []}
+    for _ in range(runs):
+        for on in runs_of:
+            runs_of[on].append(seconds(sandbox.Hardening(seccomp=on)))
+    return (min(runs_of[True]) - min(runs_of[False])) / calls
+
+
 def stock_batch(course: Path) -> dict[str, float]:
     """One stock autograde batch, one student per notebook: {notebook: seconds in the batch}."""
     for n in kit.NOTEBOOKS:
@@ -91,6 +135,7 @@ def stock_batch(course: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=40, help="trivial jobs per protection measured")
     args = parser.parse_args()
     rows = {n: {k: [] for k in ("floor", "sandboxed", "no sandbox", "stock")} for n in kit.NOTEBOOKS}
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,7 +165,15 @@ def main() -> None:
         print(f"| {n} | {f:.2f} | {s:.2f} | {u:.2f} | {k:.2f} | {s / f:.2f} | {k / s:.2f} |")
     print(f"\nOnce per grading run: the NumPy fork server starts in {once['server']:.2f} s, the torch one "
           f"(for the first exercise-5 notebook) in {once['torch']:.2f} s.")
-
+    costs = hardening_costs(args.jobs)
+    print(f"\nA trivial job (one test, one call), fastest of {args.jobs}: {costs['job'] * 1000:.1f} ms with every "
+          "protection. Each protection's cost per job (fastest with it, less fastest without it):")
+    print("\n| protection | ms per job |\n|---|---|")
+    for name in ("seccomp filter", "cgroup", "fresh keyring"):
+        print(f"| {name} | {costs[name] * 1000:.1f} |")
+    print(f"\nThe job's cgroup itself (created, then removed once the job's processes are gone), timed by the "
+          f"fork server: {costs['cgroup itself'] * 1000:.2f} ms per job. Under the filter, a system call costs "
+          f"{costs['per call'] * 1e9:.0f} ns more (getppid, timed in a sandbox with and without it).")
 
 if __name__ == "__main__":
     main()

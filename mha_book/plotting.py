@@ -90,3 +90,63 @@ def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=4
             ax.set_ylabel("")
     fig.colorbar(image, ax=axes, shrink=0.8 if nrows > 1 else 1.0, label="attention weight")
     return fig
+
+
+# --- the layer's architecture, drawn with the shapes of a real run ---
+
+def layer_shapes(query, key, value, params, mask=None) -> dict[str, tuple]:
+    """Run the NumPy reference step by step and record the shape after each step."""
+    from mha_lib import reference as R  # the maths; only the figure needs it here
+
+    q, k, v = (R.project(x, w, b) for x, w, b in ((query, params.w_q, params.b_q),
+                                                  (key, params.w_k, params.b_k),
+                                                  (value, params.w_v, params.b_v)))
+    qh, kh, vh = (R.split_heads(t, params.num_heads) for t in (q, k, v))  # (..., h, T, d_k)
+    heads, weights = R.scaled_dot_product_attention(qh, kh, vh, mask)    # (..., h, T_q, d_v)
+    concat = R.merge_heads(heads)                                        # (..., T_q, h*d_v)
+    out = R.output_projection(concat, params.w_o, params.b_o)
+    named = {"query": query, "key": key, "value": value, "Q": q, "K": k, "V": v,
+             "Q heads": qh, "K heads": kh, "V heads": vh, "weights": weights, "heads": heads,
+             "concat": concat, "output": out}
+    return {name: tuple(np.shape(t)) for name, t in named.items()}
+
+
+def _box(ax, x, y, text, width, colour, height=0.62):
+    ax.add_patch(plt.Rectangle((x - width / 2, y - height / 2), width, height, facecolor=colour,
+                               edgecolor="#333333", linewidth=1.0))
+    ax.text(x, y, text, ha="center", va="center", fontsize=10.5)
+
+
+def _arrow(ax, x0, y0, x1, y1):
+    ax.annotate("", (x1, y1), (x0, y0), arrowprops={"arrowstyle": "->", "color": "#333333", "lw": 1.0})
+
+
+def architecture(shapes: dict[str, tuple], num_heads: int, title: str | None = None):
+    """The multi-head attention layer as a bottom-up block diagram (narrow enough for a phone),
+    each arrow labelled with the shape :func:`layer_shapes` recorded there."""
+    fmt = lambda name: "(" + ", ".join(map(str, shapes[name])) + ")"  # noqa: E731
+    fig, ax = plt.subplots(figsize=(4.6, 7.4), layout="constrained")
+    ax.set(xlim=(0, 3), ylim=(-0.5, 7.6))
+    ax.axis("off")
+    cols = (0.5, 1.5, 2.5)
+    for x, name, role in zip(cols, ("query", "key", "value"), "QKV"):
+        _box(ax, x, 0, f"{name}\n{fmt(name)}", 0.92, "#e8e8e8")
+        _arrow(ax, x, 0.31, x, 0.89)
+        _box(ax, x, 1.2, f"Linear $W^{role}$\n{fmt(role)}", 0.92, "#cfe3f3")
+        _arrow(ax, x, 1.51, x, 2.09)
+        _box(ax, x, 2.4, f"split\n{fmt(role + ' heads')}", 0.92, "#cfe3f3")
+        _arrow(ax, x, 2.71, x, 3.19)
+    for depth in (2, 1):  # the copies behind: one attention per head
+        ax.add_patch(plt.Rectangle((0.1 + 0.06 * depth, 3.2 + 0.08 * depth), 2.8, 1.1, facecolor="#f6e3c3",
+                                   edgecolor="#999999", linewidth=0.8))
+    _box(ax, 1.5, 3.75, f"scaled dot-product attention,\n{num_heads} heads side by side\n"
+         f"weights {fmt('weights')}\nheads {fmt('heads')}", 2.8, "#f6d8a8", height=1.1)
+    _arrow(ax, 1.5, 4.31, 1.5, 4.89)
+    _box(ax, 1.5, 5.2, f"concat (merge heads)\n{fmt('concat')}", 2.0, "#d9ecd0")
+    _arrow(ax, 1.5, 5.51, 1.5, 6.09)
+    _box(ax, 1.5, 6.4, f"Linear $W^O$\n{fmt('output')}", 2.0, "#cfe3f3")
+    _arrow(ax, 1.5, 6.71, 1.5, 7.3)
+    ax.text(1.5, 7.42, "output", ha="center", va="center", fontsize=10.5)
+    if title:
+        ax.set_title(title)
+    return fig

@@ -54,16 +54,16 @@ def encode(value, depth: int = 0):
             array = _bfloat16_as_float16(value) if str(getattr(value, "dtype", "")) == "torch.bfloat16" \
                 else value.detach().cpu().numpy()
         except (TypeError, RuntimeError):  # complex32, sparse, ...: not an answer we can read
-            return {"$other": f"a tensor of dtype {getattr(value, 'dtype', '?')}"}
-        return {"$tensor": _encode_numeric(array, type(value).__name__)}
+            return {"$other": f"a tensor of dtype {str(getattr(value, 'dtype', '?'))[:40]}"}
+        return {"$tensor": _encode_numeric(array, type_name(value))}
     if isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 1 and len(value) <= 64:
         value = list(value)  # np.array([w, b], dtype=object): a sequence of its items, like a list
     if isinstance(value, np.ndarray | np.generic):
-        return _encode_numeric(np.asarray(value), type(value).__name__)
+        return _encode_numeric(np.asarray(value), type_name(value))
     if isinstance(value, tuple | list) and len(value) <= 64:
         items = [encode(v, depth + 1) for v in value]
         return {"$tuple": items} if isinstance(value, tuple) else items
-    return {"$other": f"a {type(value).__name__}"}
+    return {"$other": f"a {type_name(value)}"}
 
 
 def _encode_numeric(a: np.ndarray, name: str):
@@ -72,7 +72,7 @@ def _encode_numeric(a: np.ndarray, name: str):
     if a.dtype.kind == "f" and a.dtype.itemsize > 8:  # longdouble (float128): more precise than float64
         a = a.astype(np.float64)
     if a.dtype.name not in DTYPES:
-        return {"$other": f"{'a NumPy array' if name == 'ndarray' else 'a ' + name} of dtype {a.dtype}"}
+        return {"$other": f"{'a NumPy array' if name == 'ndarray' else 'a ' + name} of dtype {str(a.dtype)[:40]}"}
     return encode_array(a)
 
 
@@ -117,39 +117,47 @@ class Other(str):
 # Building the arguments of a case on the student's side
 # --------------------------------------------------------------------------------------------
 
-def build_argument(spec):
-    """A case's argument as the student's function receives it (fresh copies every call)."""
+def fresh_array(spec: dict) -> np.ndarray:
+    """The array of an ``$array`` spec, a copy of its own (how arguments are built by default)."""
+    return decode_array(spec).copy()
+
+
+def build_argument(spec, make_array=fresh_array):
+    """A case's argument as the student's function receives it (fresh arrays every call).
+
+    ``make_array``: turns an ``$array`` spec into the array passed (the grader's harness passes
+    views of memory that it shares with the process calling the function, and watches)."""
     if isinstance(spec, list):
-        return [build_argument(s) for s in spec]
+        return [build_argument(s, make_array) for s in spec]
     if isinstance(spec, dict):
         if "$array" in spec:
-            return decode_array(spec["$array"]).copy()
+            return make_array(spec["$array"])
         if "$tensor" in spec:
             import torch
-            return torch.from_numpy(build_argument(spec["$tensor"]))
+            return torch.from_numpy(build_argument(spec["$tensor"], make_array))
         if "$mha" in spec:
-            return guarded_mha(spec["$mha"])
+            return guarded_mha(spec["$mha"], make_array)
         raise ValueError(f"unknown argument {sorted(spec)[:3]}")
     return spec
 
 
-def guarded_mha(spec: dict):
+def guarded_mha(spec: dict, make_array=fresh_array):
     """A real torch.nn.MultiheadAttention (batch_first) with the case's weights, whose own
-    forward raises :class:`ReadyMade`: the student must compute attention from its weights."""
+    forward raises :class:`ReadyMade`: the student must compute attention from its weights.
+    Its parameters share memory with the arrays ``make_array`` gives (a change to them is seen there)."""
     import torch
 
     class MultiheadAttention(torch.nn.MultiheadAttention):
         def forward(self, *args, **kwargs):
             raise ReadyMade(READY_MADE)
 
-    weights = {k: torch.from_numpy(decode_array(v["$array"]).copy()) for k, v in spec["weights"].items()}
+    weights = {k: torch.from_numpy(make_array(v["$array"])) for k, v in spec["weights"].items()}
     dtype = weights["in_proj_weight"].dtype
     mha = MultiheadAttention(spec["embed_dim"], spec["num_heads"], batch_first=True, dtype=dtype)
-    with torch.no_grad():
-        mha.in_proj_weight.copy_(weights["in_proj_weight"])
-        mha.in_proj_bias.copy_(weights["in_proj_bias"])
-        mha.out_proj.weight.copy_(weights["out_proj_weight"])
-        mha.out_proj.bias.copy_(weights["out_proj_bias"])
+    mha.in_proj_weight = torch.nn.Parameter(weights["in_proj_weight"])
+    mha.in_proj_bias = torch.nn.Parameter(weights["in_proj_bias"])
+    mha.out_proj.weight = torch.nn.Parameter(weights["out_proj_weight"])
+    mha.out_proj.bias = torch.nn.Parameter(weights["out_proj_bias"])
     return mha.eval()
 
 
@@ -178,14 +186,14 @@ def _same(before, after) -> bool:
     return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
 
 
-def call(fn, names: list[str], specs: list) -> dict:
+def call(fn, names: list[str], specs: list, make_array=fresh_array) -> dict:
     """Call ``fn`` on the arguments described by ``specs`` (named ``names``); the outcome as plain data.
 
     ``{"result": <encoded>}`` or ``{"error": {"type", "message", "line"}}``, plus ``"mutated"``:
     the names of the arguments the call changed in place, and ``"ready_made"`` when the call
     reached torch's own forward of the module it was given.
     """
-    args = [build_argument(s) for s in specs]
+    args = [build_argument(s, make_array) for s in specs]
     before = [_snapshot(a) for a in args]
     outcome: dict = {"mutated": []}
     try:
@@ -206,7 +214,13 @@ def describe_error(err: BaseException) -> dict:
             line = lineno
     if isinstance(err, SyntaxError):
         line = err.lineno
-    return {"type": type(err).__name__, "message": str(err)[:500], "line": line}
+    return {"type": type_name(err), "message": str(err)[:500], "line": line}
+
+
+def type_name(value) -> str:
+    """The name of ``value``'s type, cut to 60 characters (a student's class may be named anything)."""
+    name = str(type(value).__name__)
+    return name if len(name) <= 60 else name[:57] + "..."
 
 
 if __name__ == "__main__":  # pragma: no cover - a quick look: python -m mha_checks.calling

@@ -36,40 +36,55 @@ from . import execute, sandbox
 PLUGIN = "mha-grader-version"
 LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
 
+WINDOW_PER_THREAD = 4  # jobs submitted ahead per worker thread (each holds its decoded notebook)
+
 
 class Dask:
     """The jobs of a run as Dask tasks, on a LocalCluster started here or an existing scheduler."""
 
     def __init__(self, scheduler: str, workers: int, releases: dict, limits: sandbox.Limits, unsafe: bool):
-        self.releases, self.limits, self.unsafe = releases, limits, unsafe
+        self.releases, self.limits, self.unsafe, self.workers = releases, limits, unsafe, workers
         self.started = time.monotonic()
         self.cluster, self.client = _connect(scheduler, workers)
         self.resource = f"mha-grader-{execute.fingerprint()}"
         self.jobs: dict = {}
-        self.futures: list = []
+        self.pending: set = set()  # submitted, not yet given back
+        self.waiting = iter(())
         self.refused: list[str] = []
 
     def start(self, plan: list[dict]) -> None:
-        """Submit every job (after the version check: see notes())."""
-        client = self.client
-        self._admit_workers()
-        run_id = uuid.uuid4().hex[:12]  # a key of this run never meets another run's
+        """Submit the first window of jobs (after the version check: see notes())."""
+        from distributed import as_completed
+        threads = self._admit_workers()
+        self.run_id = uuid.uuid4().hex[:12]  # a key of this run never meets another run's
         # Each release is a task, not scattered data: a copy lost with its worker is computed again.
-        releases = {name: client.submit(_same, release, key=f"mha-release/{name}/{run_id}", pure=False,
-                                        resources={self.resource: 1}) for name, release in self.releases.items()}
-        for job in plan:
-            key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{run_id}"  # ids hold no "/"
-            assert key not in self.jobs, f"{key} planned twice"
-            self.jobs[key] = job
-            self.futures.append(client.submit(grade_on_worker, releases[job["notebook"]], job, self.limits,
-                                              self.unsafe, execute.fingerprint(), key=key, pure=False,
-                                              retries=execute.RETRIES, resources={self.resource: 1}))
+        self.release_tasks = {name: self.client.submit(_same, release, key=f"mha-release/{name}/{self.run_id}",
+                                                       pure=False, resources={self.resource: 1})
+                              for name, release in self.releases.items()}
+        self.waiting, self.running = iter(plan), as_completed()
+        for _ in range(WINDOW_PER_THREAD * max(1, threads, self.workers)):
+            self._submit_next()
+
+    def _submit_next(self) -> None:
+        """The next job, its notebook read just now: only a window of them is decoded at once."""
+        job = next(self.waiting, None)
+        if job is None:
+            return
+        key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{self.run_id}"  # ids hold no "/"
+        assert key not in self.jobs, f"{key} planned twice"
+        self.jobs[key] = job
+        future = self.client.submit(grade_on_worker, self.release_tasks[job["notebook"]], execute.loaded(job),
+                                    self.limits, self.unsafe, execute.fingerprint(), key=key, pure=False,
+                                    retries=execute.RETRIES, resources={self.resource: 1})
+        self.pending.add(future)
+        self.running.add(future)
 
     def results(self):
-        """(job, result) as jobs finish."""
-        from distributed import as_completed
-        for future in as_completed(self.futures):
+        """(job, result) as jobs finish; each one done lets the next in."""
+        for future in self.running:
+            self._submit_next()
             yield self.jobs[future.key], _outcome(future)
+            self.pending.discard(future)
             future.release()
 
     def notes(self) -> list[str]:
@@ -78,8 +93,9 @@ class Dask:
         return sorted(set(self.refused) | set(self._refusals()))
 
     def stop(self) -> int:
-        """Cancel what has not started; end the sandboxes the workers are running for us."""
-        self.client.cancel(self.futures, reason="grading stopped")
+        """Submit nothing more, cancel what has not started; end the sandboxes the workers run for us."""
+        self.waiting = iter(())
+        self.client.cancel(list(self.pending), reason="grading stopped")
         ended = self.client.run(sandbox.end_all, False, on_error="return")
         return sum(n for n in ended.values() if isinstance(n, int))
 
@@ -88,8 +104,9 @@ class Dask:
         if self.cluster is not None:
             self.cluster.close()
 
-    def _admit_workers(self) -> None:
-        """Register the version gate (on every worker, now and later); stop if it refuses them all."""
+    def _admit_workers(self) -> int:
+        """Register the version gate (on every worker, now and later); stop if it refuses them all.
+        Returns the worker threads connected now."""
         try:
             self.client.register_plugin(VersionGate(self.resource, execute.manifest()), name=PLUGIN)
         except Exception:  # noqa: BLE001 - a worker that cannot load the gate gets no resource: see _refusals
@@ -105,6 +122,7 @@ class Dask:
         if workers and len(self.refused) == len(workers):
             raise execute.WrongVersion("No Dask worker runs this grader version, so nothing can be graded:\n  "
                                        + "\n  ".join(self.refused))
+        return sum(w["nthreads"] for w in workers.values())
 
     def _refusals(self) -> list[str]:
         """A sentence per worker whose grader is not this one (what differs, or why it cannot say)."""

@@ -19,6 +19,8 @@ from pathlib import Path
 from . import notebooks
 
 GRADER_VERSION = "1"
+MAX_ENTRIES = 1_000  # entries of one student's folder that are listed
+MAX_RENAMED = 10     # other .ipynb files of one student read to find a renamed notebook
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
 
 
@@ -62,32 +64,42 @@ class Course:
         return found, problems
 
     def submission(self, student: str) -> tuple[dict[str, Path | None], list[str]]:
-        """{release notebook: its submitted file or None}, and notes on files that are not expected.
+        """{release notebook: its submitted file or None}, and at most one note on what else is there.
 
         A notebook handed in under another name is recognised by its grade ids when the expected
-        name is missing; any other file is listed and left alone (never read, copied or followed).
+        name is missing; anything else (a link, another file, a folder) is counted and named in one
+        line, never read, copied or followed. The folder is listed up to MAX_ENTRIES entries.
         """
         folder = self.folder("submitted", student)
-        files = {p.name: p for p in folder.iterdir()}
+        files, more = {}, False
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if len(files) == MAX_ENTRIES:
+                    more = True
+                    break
+                files[entry.name] = Path(entry.path)
         chosen: dict[str, Path | None] = {}
-        for name in self.releases:
-            path = files.pop(f"{name}.ipynb", None)
-            chosen[name] = path if path is not None and not path.is_symlink() and path.is_file() else None
-            if path is not None and chosen[name] is None:
-                chosen[name] = path  # read_submission says why it cannot be read
-        notes = []
+        for name in self.releases:  # looked up by name, however many entries the folder has
+            files.pop(f"{name}.ipynb", None)
+            path = folder / f"{name}.ipynb"
+            chosen[name] = path if os.path.lexists(path) else None
+        notes, skipped, tries = [], [], MAX_RENAMED
         for fname, path in sorted(files.items()):
-            match = self._renamed(path, [n for n, p in chosen.items() if p is None])
+            missing = [n for n, p in chosen.items() if p is None]
+            match = None
+            if missing and tries and fname.endswith(".ipynb") and not path.is_symlink():
+                tries -= 1
+                match = self._renamed(path, missing)
             if match:
                 chosen[match] = path
-                notes.append(f"{fname} is graded as {match}.ipynb (its cells carry that notebook's ids).")
+                notes.append(f"{_shown(fname)} is graded as {match}.ipynb (its cells carry that notebook's ids).")
             else:
-                notes.append(f"{fname} is not part of the assignment; it was not read.")
+                skipped.append(path)
+        if skipped or more:
+            notes.append(_skipped_line(skipped, more))
         return chosen, notes
 
     def _renamed(self, path: Path, missing: list[str]) -> str | None:
-        if not missing or not path.name.endswith(".ipynb"):
-            return None
         nb, _, _ = notebooks.read_submission(path)
         if nb is None:
             return None
@@ -111,3 +123,20 @@ class Course:
         tmp = folder / ".graded.json.tmp"
         tmp.write_text(json.dumps(stamps, indent=1))
         os.replace(tmp, folder / ".graded.json")
+
+
+def _skipped_line(skipped: list[Path], more: bool) -> str:
+    """One readable line: how many items were not read, of which kinds, and the first few names."""
+    kinds = {"link": 0, "folder": 0, "other file": 0}
+    for path in skipped:
+        kinds["link" if path.is_symlink() else "folder" if path.is_dir() else "other file"] += 1
+    counted = ", ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in kinds.items() if n)
+    names = ", ".join(_shown(p.name) for p in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+    return (f"{len(skipped)}{'+' if more else ''} item(s) handed in besides the notebooks were not read "
+            f"({counted}{'; the folder holds more than ' + str(MAX_ENTRIES) + ' entries' if more else ''}): {names}.")
+
+
+def _shown(name: str) -> str:
+    """A file name as one short, printable token (control characters escaped, cut to 40 characters)."""
+    text = name if name.isprintable() else name.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -16,7 +16,7 @@ import platform
 import threading
 from pathlib import Path
 
-from . import judging, sandbox
+from . import judging, notebooks, sandbox
 
 RETRIES = 2  # a sandbox failure is tried this many more times
 PACKAGES = ("numpy", "torch", "nbgrader", "distributed")  # what the judge, the sandbox and the recording rest on
@@ -36,7 +36,8 @@ def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
     """One notebook, on any worker: the judge's result, or {"failed": sentence} when the grader itself
     failed on it (reported once, never retried). Raises InfraError when the sandbox failed."""
     try:
-        result = judging.grade_notebook(release, job["nb"], job["reason"], job["cases"], limits, unsafe)
+        nb, reason = read(job)
+        result = judging.grade_notebook(release, nb, reason, job["cases"], limits, unsafe)
     except sandbox.Ended:
         raise
     except (OSError, sandbox.SandboxUnavailable) as err:
@@ -47,6 +48,22 @@ def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
     if result["status"] == "infra":
         raise InfraError("the sandbox returned nothing (" + ("; ".join(result["notes"]) or "no detail") + ")")
     return result
+
+
+def read(job: dict) -> tuple[dict | None, str]:
+    """(the job's notebook, decoded, or None, why not): read when it is graded, never all at once."""
+    if "nb" in job:  # read by the coordinating process for a worker that has no course folder
+        return job["nb"], job["reason"]
+    if not job["path"]:
+        return None, "was not handed in"
+    nb, _, reason = notebooks.read_submission(Path(job["path"]))
+    return nb, reason
+
+
+def loaded(job: dict) -> dict:
+    """The job with its notebook decoded (for a worker elsewhere)."""
+    nb, reason = read(job)
+    return {**job, "nb": nb, "reason": reason}
 
 
 def sentence(err: BaseException) -> str:

@@ -1,23 +1,48 @@
 """The sandbox's fork server: one warm interpreter, owned by the grader, that starts every sandbox.
 
-sandbox.py starts it once per grading process (``python -I forkserver.py FD [torch]``, FD a
+Theory of operation. A grading job is a student's notebook cells and the calls the tests make; it
+runs in a sandbox whose every property below is a claim the README makes and `make probe` checks
+(probe.py inside, sandbox.probe outside), one check per claim, before any grading starts:
+
+- its own mount, PID, network, IPC, UTS and cgroup namespaces: no other process, no interface but
+  `lo` (the host's loopback listener unreachable), no shared memory with the host;
+- a file system of its own: a read-only root holding /usr, /lib, /bin, the Python installation
+  (read-only overlays at /python/N) and the job (a read-only tmpfs at /job), four devices, /proc of
+  its namespace, and a 64 MB /tmp, its only writable place; nothing of the course, the home folders,
+  the secret or the gradebook. No host path shows through: pid 1's command line is blanked, the
+  mounts come from neutral sources (/proc/self/mountinfo names no host folder), /proc/self/cgroup
+  shows "/";
+- an unprivileged uid of its own per concurrent job (62000 + slot), no capabilities, no new
+  privileges; limits per process on address space, processes and file size;
+- a cgroup of its own (cgroups.py) capping the memory of all its processes together, their number,
+  and their CPU (one core); its usage comes back with the exit status, and the group is removed;
+- a fresh, empty session keyring and its uid's keyrings cleared, and a seccomp filter that refuses
+  the kernel surfaces a grading job never needs (kernel.py says which, and why);
+- a lifetime tied to the grader: when the job ends, its time is up, or the grader dies, pid 1 of its
+  namespace goes and the kernel takes every process of the job with it.
+
+sandbox.py starts this server once per grading process (``python -I forkserver.py FD [torch]``, FD a
 SOCK_SEQPACKET socket), with numpy and the wire format already imported, and torch too in the
-server for the jobs that need it. For each job it receives a request (JSON) with three descriptors (the job's connection,
-the report channel's write end, the job's stderr file) and forks:
+server for the jobs that need it. For each job it receives a request (JSON) with three descriptors
+(the job's connection, the report channel's write end, the job's stderr file) and forks:
 
-  manager   (the grader's user, outside)  new mount, PID, network, IPC and UTS namespaces; waits
-    init    (pid 1 inside)                builds the file system with mount(2); dies with the manager
-      program (the sandbox user)          chroot, no capabilities, no new privileges, limits, then
-                                          harness.py runs as __main__, in this warm interpreter
+  manager   (the grader's user, outside)  the job's cgroup; new namespaces; waits, reads the usage
+    init    (pid 1 inside)                joins the cgroup; builds the file system with mount(2)
+      program (the sandbox user)          chroot, no capabilities, no new privileges, limits, a fresh
+                                          keyring, the seccomp filter, then harness.py runs as
+                                          __main__, in this warm interpreter
 
-The manager sends the job's exit status on its connection, and kills the job as soon as that
-connection closes (the grader gave up on it, or died): init goes, and the kernel takes every
-process of the namespace with it. No descriptor but the report channel and stderr enters it.
+The manager sends the job's exit status and its cgroup's usage on its connection, and kills the job
+as soon as that connection closes (the grader gave up on it, or died): init goes, and the kernel
+takes every process of the namespace with it. No descriptor but the report channel and stderr
+enters it.
 
 What skipping a fresh interpreter per notebook costs in isolation: every job's memory starts as a
-copy of this process (the same modules, the same address-space layout). This process never reads
-a job (no cells, no cases, no secret, no expected value), so a copy of it holds nothing of another
-student's; each job still has its own processes, user, namespaces and file system.
+copy of this process (the same modules, the same address-space layout; the file names of the
+modules it loaded, as in numpy.__file__ or /proc/self/maps, name the Python installation's real
+folders). This process never reads a job (no cells, no cases, no secret, no expected value), so a
+copy of it holds nothing of another student's; each job still has its own processes, user,
+namespaces, cgroup and file system.
 """
 import ctypes
 import errno
@@ -29,14 +54,17 @@ import select
 import signal
 import socket
 import sys
+import time
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 LIBC = ctypes.CDLL(None, use_errno=True)
+TITLE = b"mha-sandbox"  # what /proc/<pid>/cmdline says of the job's pid 1 (not this script's path)
+RULES = None  # the seccomp filter (kernel.build_filter), built once when the server starts
 
 
 def _check(result: int, what: str) -> None:
@@ -56,6 +84,18 @@ def read_only(source: str, target: str) -> None:
     mount(None, target, flags=MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+def read_only_overlay(source: str, empty: str, target: str) -> None:
+    """``source`` at ``target``, read-only, as an overlay given its layers by descriptor: mountinfo
+    shows "lowerdir=/proc/self/fd/N:...", never ``source``'s path (a bind mount would show it)."""
+    layers = [os.open(path, os.O_RDONLY | os.O_DIRECTORY) for path in (source, empty)]
+    try:
+        mount("python", target, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV,
+              "lowerdir=" + ":".join(f"/proc/self/fd/{fd}" for fd in layers))
+    finally:
+        for fd in layers:
+            os.close(fd)
+
+
 # --- the three processes of a job ------------------------------------------------------------
 
 def manage(request: dict, conn: int, report: int, stderr: int) -> int:
@@ -66,10 +106,32 @@ def manage(request: dict, conn: int, report: int, stderr: int) -> int:
         os.dup2(fd, target)
     os.close(null)
     os.close(stderr)
+    start = time.perf_counter()
+    group = cgroups.JobGroup(f"mha-job-{os.getpid()}", cgroups.Caps(**request["caps"])).create() \
+        if request["hardening"]["cgroup"] else None
+    created = time.perf_counter()
+    try:
+        status = _contain(request, conn, report, group)
+    finally:
+        usage, ended = (group.usage() if group else {}), time.perf_counter()
+        if group:
+            usage["removed"] = group.remove()
+            usage["overhead_s"] = created - start + time.perf_counter() - ended  # creating and removing it
+    try:
+        os.write(conn, json.dumps({"status": status, "usage": usage}).encode())
+    except OSError:
+        pass  # the grader is gone
+    return 0
+
+
+def _contain(request: dict, conn: int, report: int, group) -> int:
+    """New namespaces, then init in them; the job's exit status once init has ended."""
+    strong = request["hardening"]
     uid, gid = os.getuid(), os.getgid()
     rootless = uid != 0
-    _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-                        | (CLONE_NEWUSER if rootless else 0)), "unshare")
+    _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | (CLONE_NEWNET if strong["net_namespace"] else 0)
+                        | (CLONE_NEWIPC if strong["ipc_namespace"] else 0) | (CLONE_NEWUSER if rootless else 0)),
+           "unshare")
     if rootless:  # this user is root inside, and no one else exists there
         for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
             with open(f"/proc/self/{name}", "w") as fh:
@@ -79,20 +141,20 @@ def manage(request: dict, conn: int, report: int, stderr: int) -> int:
     if pid == 0:  # (its parent is outside its PID namespace: getppid() says 0, it cannot check it)
         LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         os.close(conn)
-        _exit_with(lambda: init(request, report))
+        _exit_with(lambda: init(request, report, group))
     os.close(report)
-    status = _wait_unless_hung_up(pid, conn)
-    try:
-        os.write(conn, json.dumps({"status": status}).encode())
-    except OSError:
-        pass  # the grader is gone
-    return 0
+    return _wait_unless_hung_up(pid, conn)
 
 
-def init(request: dict, report: int) -> int:
-    """pid 1 of the job's namespace: the file system, then the program as the sandbox user."""
+def init(request: dict, report: int, group) -> int:
+    """pid 1 of the job's namespace: the cgroup, the file system, then the program as the sandbox user."""
+    if group:
+        group.join()
+        _check(LIBC.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")  # its /proc/self/cgroup says "/"
+    if request["hardening"]["hide_host_paths"]:
+        _blank_command_line()
     root = request["root"]
-    build_root(root, request["job"], request["prefixes"])
+    build_root(root, request["job"], request["prefixes"], request["hardening"])
     pid = os.fork()
     if pid == 0:
         _exit_with(lambda: program(request, report))
@@ -102,7 +164,13 @@ def init(request: dict, report: int) -> int:
 
 
 def program(request: dict, report: int) -> int:
+    if request["hardening"]["cgroup"]:
+        _oom_score_adj(500)  # at the memory cap the kernel kills this or a child, not pid 1 (raising: no privilege)
     give_up_privileges(request["root"], request["uid"], request["limits"])
+    if request["hardening"]["keyring"]:
+        kernel.private_keyring(clear_user_keyrings=request["uid"] is not None)
+    if request["hardening"]["seccomp"]:
+        kernel.load(RULES)  # the last step: the filter refuses chroot, mount, keyctl, ...
     path = request["program"]
     sys.argv, sys.path[0] = [path, str(report)], os.path.dirname(path)
     runpy.run_path(path, run_name="__main__")
@@ -119,6 +187,21 @@ def _exit_with(body) -> None:
         print(f"sandbox: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
         code = 70
     os._exit(code if 0 <= code < 256 else 1)
+
+
+def _oom_score_adj(value: int) -> None:
+    with open("/proc/self/oom_score_adj", "w") as fh:
+        fh.write(str(value))
+
+
+def _blank_command_line() -> None:
+    """Overwrite this process's command line in place (as setproctitle does): /proc/1/cmdline
+    inside would otherwise show the interpreter's and this script's host paths."""
+    with open("/proc/self/stat", "rb") as fh:
+        fields = fh.read().rsplit(b")", 1)[1].split()
+    start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (fields 48, 49 of stat(5))
+    ctypes.memset(start, 0, end - start)
+    ctypes.memmove(start, TITLE, min(len(TITLE), end - start - 1))
 
 
 def _keep_only(*fds: int) -> None:
@@ -150,9 +233,12 @@ def _wait_unless_hung_up(pid: int, conn: int) -> int:
 
 # --- the sandbox's file system and the user's rights -------------------------------------------
 
-def build_root(root: str, job: str, prefixes: list[str]) -> None:
-    """In ``root``: /usr, /lib, /bin and the Python ``prefixes`` read-only at their own paths, the job
-    folder read-only at /job, four devices, /proc of the namespace, a 64 MB /tmp; the rest read-only."""
+def build_root(root: str, job: str, prefixes: list, strong: dict) -> None:
+    """In ``root``: /usr, /lib and /bin read-only at their own paths, each Python prefix read-only at
+    /python/N (its host paths, as sys.path names them, are links to it), the job's files in a
+    read-only tmpfs at /job, four devices, /proc of the namespace, a 64 MB /tmp; the rest read-only.
+    ``prefixes``: [[real folder, [the paths it is known by]], ...]. ``strong``: the hardening switches
+    (all on, except in the probe's mutation test)."""
     mount("sandbox", root, "tmpfs", data="size=16m,mode=755")
     for folder in ("/usr", "/lib", "/lib64", "/bin"):
         if os.path.islink(folder):
@@ -160,11 +246,8 @@ def build_root(root: str, job: str, prefixes: list[str]) -> None:
         elif os.path.isdir(folder):
             os.makedirs(root + folder)
             read_only(folder, root + folder)
-    for prefix in prefixes:
-        os.makedirs(root + prefix, exist_ok=True)
-        read_only(prefix, root + prefix)
-    os.mkdir(root + "/job")
-    read_only(job, root + "/job")
+    in_tmp = _mount_prefixes(root, prefixes, strong["hide_host_paths"])
+    _mount_job(root, job, strong)
     for folder in ("/dev", "/proc", "/etc", "/tmp"):
         os.makedirs(root + folder, exist_ok=True)
     for device in ("null", "zero", "urandom", "random"):
@@ -174,8 +257,60 @@ def build_root(root: str, job: str, prefixes: list[str]) -> None:
         with open("/etc/ld.so.cache", "rb") as src, open(root + "/etc/ld.so.cache", "wb") as dst:
             dst.write(src.read())
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    mount(None, root, flags=MS_REMOUNT | MS_BIND | MS_RDONLY)
-    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+    if strong["readonly_root"]:
+        mount(None, root, flags=MS_REMOUNT | MS_BIND | MS_RDONLY)
+    else:  # (a weakening for the probe's mutation test: a root the job can write)
+        os.chmod(root, 0o1777)
+    tmp_size = ",size=64m" if strong["tmp_size"] else ""  # (else: a weakening for the mutation test)
+    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" + tmp_size)
+    for path, target in in_tmp:  # a prefix known by a path under /tmp: its link lives in the job's /tmp
+        _link(root, path, target)
+
+
+def _mount_prefixes(root: str, prefixes: list, hide: bool) -> list:
+    """Mount the Python prefixes and link the paths they are known by; the links that belong under
+    /tmp are returned (made once /tmp is mounted)."""
+    later = []
+    os.makedirs(root + "/python/.empty")
+    for n, (real, paths) in enumerate(prefixes):
+        target = f"/python/{n}"
+        os.mkdir(root + target)
+        if hide:
+            read_only_overlay(real, root + "/python/.empty", root + target)
+        else:  # (a weakening for the mutation test: a bind mount, whose source mountinfo shows)
+            read_only(real, root + target)
+        for path in paths:
+            if path == "/tmp" or path.startswith("/tmp/"):
+                later.append((path, target))
+            else:
+                _link(root, path, target)
+    return later
+
+
+def _link(root: str, path: str, target: str) -> None:
+    """A link at ``path`` inside ``root`` to ``target``; the folders above it made (root's, 755)."""
+    os.makedirs(os.path.dirname(root + path), mode=0o755, exist_ok=True)
+    if not os.path.lexists(root + path):
+        os.symlink(target, root + path)
+
+
+def _mount_job(root: str, job: str, strong: dict) -> None:
+    """The job's files at /job: copied into a tmpfs of their own (mountinfo shows no host folder),
+    then read-only."""
+    os.mkdir(root + "/job")
+    if not strong["hide_host_paths"]:  # (a weakening for the mutation test: the host folder bound)
+        read_only(job, root + "/job")
+        return
+    names = sorted(os.listdir(job))
+    size = sum(os.path.getsize(os.path.join(job, n)) for n in names) + (1 << 20)
+    mode = "755" if strong["readonly_job"] else "1777"  # (else: a weakening for the mutation test)
+    mount("job", root + "/job", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}")
+    for name in names:
+        with open(os.path.join(job, name), "rb") as src, open(f"{root}/job/{name}", "wb") as dst:
+            dst.write(src.read())
+        os.chmod(f"{root}/job/{name}", 0o644)
+    if strong["readonly_job"]:
+        mount(None, root + "/job", flags=MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def give_up_privileges(root: str, uid: int | None, limits: dict[str, int]) -> None:
@@ -228,9 +363,12 @@ def _reap(options: int) -> bool:
 
 if __name__ == "__main__":
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # (also set by the grader) gone with it
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mha_checks"))
+    REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path[:0] = [os.path.join(REPO, "mha_checks"), REPO]
     import calling  # noqa: F401, E402 - warm: the harness's `import calling` finds it loaded (numpy with it)
-    sys.path.pop(0)
+    from mha_grader import cgroups, kernel  # noqa: E402
+    del sys.path[:2]
+    RULES = kernel.build_filter()
     if sys.argv[2:] == ["torch"]:  # a server of its own: forking a process that holds torch costs 10x more
         import torch
         torch.set_num_threads(1)

@@ -1,23 +1,42 @@
 """The grader's program inside the sandbox: run a notebook's cells, call the graded functions.
 
-It runs as an unprivileged user in fresh namespaces (see sandbox.py), reads /job/job.json and
-writes one JSON line per event to the file descriptor named by its argument:
+It runs as an unprivileged user in fresh namespaces (see sandbox.py). /job/job.json holds the
+cells and, per test, which function each case calls (names, never inputs). The report channel
+(the descriptor named by its argument, a socket) carries one JSON line per event out:
 
-  {"test": id, "case": i, "outcome": {...}}   what calling.call returned (plain data)
+  {"harness": "started"}                          before any student code exists
+  {"ask": [t, i]}                                 the inputs of test t's case i, please (answered on
+                                                  the same socket with one line {"specs": [...]})
+  {"test": id, "case": i, "outcome": {...}}       the call's outcome (plain data)
   {"test": id, "cells": [{"label", "type", "message", "line"}]}   cells that raised
-  {"test": id, "status": "done" | "timeout" | "signal" | "exit" | "budget" | "cells", "detail": ...}
+  {"test": id, "status": "done" | "timeout" | "signal" | "exit" | "budget" | "cells" | "large",
+   "detail": ...}
 
 ("cells": the notebook's own cells did not finish within a test's time, so this test and every
-later one cannot run; "budget": not run, the notebook's time is spent.)
+later one cannot run; "budget": not run, the notebook's time is spent; "large": the call's
+result was larger than a record may be.)
 
-Every test runs in a child forked from this process, which itself never runs student code: the
-child executes the cells in a fresh namespace, then calls the cases; a crash, a hang or a
-memory blow-up ends that child only. After each child, every other process of the sandbox user
-is killed, so nothing the student's code started outlives its test. Nothing here decides a
-grade: the judge, outside, compares the outcomes with the reference.
+Two processes per test, and only one of them ever runs student code:
+
+  harness (this process)  holds the report channel; never runs student code, and is not dumpable,
+                          so no process of the sandbox user can read or write its memory
+                          (/proc/PID/mem, process_vm_writev); asks for each case's inputs just
+                          before the call, keeps a private copy, and lays the arrays out in
+                          memory it shares with the child
+  child (forked per test) closes the channel first (a socket: it cannot be opened again through
+                          /proc), runs the cells, then calls each case on views of the shared
+                          memory and sends the outcome back on a pipe of its own
+
+The child's frames are data: a value the function returned, or the error it raised. Whether the
+call changed its arguments in place is observed here, by comparing the shared memory with the
+private copy after the child answers: the child cannot hide a change it made (its own claim of a
+change is kept too, since it can only cost it points). A crash, a hang or a memory blow-up ends
+the child only; after each test every other process of the sandbox user is killed. Nothing here
+decides a grade: the judge, outside, validates every record and compares with the reference.
 """
 import ctypes
 import json
+import mmap
 import os
 import resource
 import select
@@ -25,17 +44,112 @@ import signal
 import sys
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calling  # noqa: E402 - copied next to this file into the job folder
 
 OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
     JOB = json.load(_fh)
-CELLS_DONE = "/tmp/.cells-done" if JOB.get("own_namespace") else None  # a marker: the cells ran to the end
+MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader reads 8 MB per line)
+ALIGN = 64
+FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's schema allows far less)
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def emit(record: dict) -> None:
-    os.write(OUT, (json.dumps(record) + "\n").encode())
+    data = (json.dumps(record) + "\n").encode()
+    while data:
+        data = data[os.write(OUT, data):]
+
+
+class Channel:
+    """The report channel's incoming side: one line per answer of the grader."""
+
+    def __init__(self):
+        self.buffer = b""
+
+    def ask(self, test: int, case: int) -> list | None:
+        """The specs of (test, case), straight from the grader, or None if none came."""
+        emit({"ask": [test, case]})
+        while b"\n" not in self.buffer:
+            chunk = os.read(OUT, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        answer = json.loads(line)
+        return answer.get("specs") if isinstance(answer, dict) else None
+
+
+# --- the harness's side: inputs laid out in shared memory, watched ----------------------------
+
+class Shared:
+    """A case's arrays in memory shared with the child; the harness keeps its own copy of each."""
+
+    def __init__(self, size: int):
+        self.memory = mmap.mmap(-1, max(size, ALIGN))  # MAP_SHARED | MAP_ANONYMOUS, inherited by the child
+        self.placed: list[tuple[str, int, bytes]] = []  # (argument name, offset, the bytes put there)
+        self.end = 0
+
+    def lay_out(self, names: list[str], specs: list) -> list:
+        """``specs`` with every array's data replaced by its place in the shared memory."""
+        self.placed, self.end = [], 0
+        return [self._place(name, spec) for name, spec in zip(names, specs)]
+
+    def _place(self, name: str, spec):
+        if isinstance(spec, list):
+            return [self._place(name, s) for s in spec]
+        if not isinstance(spec, dict):
+            return spec
+        if "$array" in spec:
+            array = calling.decode_array(spec["$array"])
+            data = np.ascontiguousarray(array).tobytes()
+            if self.end + len(data) > len(self.memory):
+                raise ValueError(f"a case's arrays exceed the shared memory ({len(self.memory)} bytes)")
+            self.memory[self.end:self.end + len(data)] = data
+            self.placed.append((name, self.end, data))
+            placed = {"dtype": array.dtype.name, "shape": list(array.shape), "offset": self.end}
+            self.end += -(-len(data) // ALIGN) * ALIGN
+            return {"$array": placed}
+        return {k: self._place(name, v) for k, v in spec.items()}  # $tensor, $mha and its weights
+
+    def changed(self) -> set[str]:
+        """The arguments whose memory no longer holds what was put there."""
+        return {name for name, offset, data in self.placed if self.memory[offset:offset + len(data)] != data}
+
+
+# --- the child's side: student code, and nothing that reaches the grader but its pipe ---------
+
+def child(test: dict, shared: Shared, requests: int, answers: int) -> None:
+    """In the forked child: drop the channel, limits, quiet output, the cells, then each case."""
+    os.close(OUT)
+    LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries as usual (the harness stays closed)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    cpu = int(JOB["limits"]["test_cpu_s"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    memory = shared.memory
+
+    def view(spec: dict) -> np.ndarray:
+        dtype = np.dtype(spec["dtype"])
+        count = int(np.prod(spec["shape"]))
+        return np.frombuffer(memory, dtype, count, spec["offset"]).reshape(spec["shape"])
+
+    namespace, failures = run_cells(JOB["cells"])
+    send(answers, {"cells": failures})
+    incoming = os.fdopen(requests, "rb")
+    for line in incoming:
+        case = json.loads(line)
+        fn = namespace.get(case["function"])
+        if not callable(fn):
+            outcome = {"missing": case["function"]}
+        else:
+            outcome = calling.call(fn, case["names"], case["specs"], view)
+        send(answers, outcome)
 
 
 def run_cells(cells: list[dict]) -> tuple[dict, list[dict]]:
@@ -50,43 +164,127 @@ def run_cells(cells: list[dict]) -> tuple[dict, list[dict]]:
     return namespace, failures
 
 
-def child(job: dict, test: dict) -> None:
-    """In the forked child: limits, quiet output, the cells, then each case."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    cpu = int(job["limits"]["test_cpu_s"])
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    namespace, failures = run_cells(job["cells"])
-    if CELLS_DONE:
-        open(CELLS_DONE, "w").close()
-    if failures:
-        emit({"test": test["id"], "cells": failures})
-    for i, case in enumerate(test["cases"]):
-        fn = namespace.get(case["function"])
-        if not callable(fn):
-            outcome = {"missing": case["function"]}
-        else:
-            outcome = calling.call(fn, case["names"], case["specs"])
-        emit({"test": test["id"], "case": i, "outcome": outcome})
+def send(fd: int, frame: dict) -> None:
+    data = (json.dumps(frame) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
 
 
-def wait(pid: int, seconds: float) -> tuple[str, object]:
-    """Wait for the child at most ``seconds``: ("done"|"exit"|"signal"|"timeout", detail)."""
-    fd = os.pidfd_open(pid)
+# --- one test, driven from the harness --------------------------------------------------------
+
+class Test:
+    """The child of one test, its pipes and its deadline."""
+
+    def __init__(self, test: dict, shared: Shared, seconds: float):
+        to_child, self.requests = os.pipe()
+        self.answers, from_child = os.pipe()
+        self.deadline = time.monotonic() + seconds
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.close(self.requests)
+                os.close(self.answers)
+                child(test, shared, to_child, from_child)
+            finally:
+                os._exit(0)
+        os.close(to_child)
+        os.close(from_child)
+        self.pidfd = os.pidfd_open(self.pid)
+        self.buffer = b""
+
+    def frame(self) -> tuple[str, object]:
+        """("frame", the child's next frame as parsed JSON) or (status, detail) when it has none."""
+        chunk = self.buffer
+        while b"\n" not in chunk:  # (only the newest chunk can hold the line's end)
+            left = self.deadline - time.monotonic()
+            ready, _, _ = select.select([self.answers, self.pidfd], [], [], max(left, 0.0))
+            if self.answers in ready:
+                chunk = os.read(self.answers, 1 << 16)
+                if chunk:
+                    self.buffer += chunk
+                    if len(self.buffer) > MAX_FRAME:
+                        return "large", MAX_FRAME >> 20
+                    continue
+            return self.ended() if ready else ("timeout", None)
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return "frame", parse_frame(line)
+
+    def ended(self) -> tuple[str, object]:
+        """Wait for the child (it closed its pipe or ended): ("done"|"exit"|"signal", detail)."""
+        ready, _, _ = select.select([self.pidfd], [], [], max(self.deadline - time.monotonic(), 0.0))
+        if not ready:
+            return "timeout", None
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = None
+        if os.WIFSIGNALED(status):
+            return "signal", os.WTERMSIG(status)
+        code = os.WEXITSTATUS(status)
+        return ("done", 0) if code == 0 else ("exit", code)
+
+    def request(self, case: dict) -> bool:
+        try:
+            send(self.requests, case)
+            return True
+        except OSError:  # the child is gone
+            return False
+
+    def close(self) -> None:
+        os.close(self.requests)
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        os.close(self.answers)
+        os.close(self.pidfd)
+
+
+def run_test(index: int, test: dict, shared: Shared, channel: Channel, seconds: float) -> tuple[str, object]:
+    """The cells, then each case: ask, lay out, call in the child, observe. (status, detail)."""
+    job = Test(test, shared, seconds)
     try:
-        ready, _, _ = select.select([fd], [], [], max(seconds, 0.0))
+        kind, cells = job.frame()
+        if kind != "frame":
+            return ("cells", round(seconds, 1)) if kind == "timeout" else (kind, cells)
+        failures = cells.get("cells") if isinstance(cells, dict) else None
+        if failures:
+            emit({"test": test["id"], "cells": failures if isinstance(failures, list) else []})
+        for i, case in enumerate(test["cases"]):
+            specs = channel.ask(index, i)
+            if specs is None:
+                return "exit", "no inputs"
+            laid = shared.lay_out(case["names"], specs)
+            if not job.request({"function": case["function"], "names": case["names"], "specs": laid}):
+                return job.ended()
+            kind, outcome = job.frame()
+            if kind != "frame":
+                return (kind, round(seconds, 1)) if kind == "timeout" else (kind, outcome)
+            emit({"test": test["id"], "case": i, "outcome": observed(outcome, shared.changed(), case["names"])})
+        return "done", 0
     finally:
-        os.close(fd)
-    if not ready:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        return "timeout", round(seconds, 1)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return "signal", os.WTERMSIG(status)
-    code = os.WEXITSTATUS(status)
-    return ("done", 0) if code == 0 else ("exit", code)
+        job.close()
+
+
+def parse_frame(line: bytes):
+    """A child's line as JSON, at most FRAME_DEPTH deep (else None): whatever it holds, this process
+    can parse it, write it out again and never raise."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(FRAME_DEPTH)
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def observed(outcome, changed: set[str], names: list[str]) -> dict:
+    """The child's outcome, with what the harness saw change in place (the child's own claim of a
+    change is kept: it can only cost it points; its claim of no change is never taken)."""
+    if not isinstance(outcome, dict):
+        outcome = {}
+    claimed = outcome.get("mutated")
+    claimed = {n for n in claimed if n in names} if isinstance(claimed, list) else set()
+    return {**{k: v for k, v in outcome.items() if k in ("result", "error", "missing", "ready_made")},
+            "mutated": [n for n in names if n in changed | claimed]}
 
 
 def kill_the_rest() -> None:
@@ -109,31 +307,24 @@ def kill_the_rest() -> None:
 
 
 def main() -> None:
-    job = JOB
-    ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of a test come back here to be reaped
-    if job.get("torch"):
+    LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of this user may read or write this one's memory
+    LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of a test come back here to be reaped
+    emit({"harness": "started"})
+    if JOB.get("torch"):
         import torch  # imported once here, inherited by every forked test
         torch.set_num_threads(1)
-    deadline = time.monotonic() + job["limits"]["notebook_s"]
+    shared, channel = Shared(int(JOB["shared_bytes"])), Channel()
+    deadline = time.monotonic() + JOB["limits"]["notebook_s"]
     stuck = None  # the cells themselves never finished: every later test would hang the same way
-    for test in job["tests"]:
+    for index, test in enumerate(JOB["tests"]):
         left = deadline - time.monotonic()
         if stuck or left <= 0:
             emit({"test": test["id"], "status": "cells" if stuck else "budget",
-                  "detail": stuck or job["limits"]["notebook_s"]})
+                  "detail": stuck or JOB["limits"]["notebook_s"]})
             continue
-        if CELLS_DONE and os.path.exists(CELLS_DONE):
-            os.unlink(CELLS_DONE)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                child(job, test)
-            finally:
-                os._exit(0)
-        status, detail = wait(pid, min(job["limits"]["test_s"], left))
+        status, detail = run_test(index, test, shared, channel, min(JOB["limits"]["test_s"], left))
         kill_the_rest()
-        if status == "timeout" and CELLS_DONE and not os.path.exists(CELLS_DONE):
-            status = "cells"
+        if status == "cells":
             stuck = detail
         emit({"test": test["id"], "status": status, "detail": detail})
 

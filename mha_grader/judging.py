@@ -11,7 +11,7 @@ import time
 
 from mha_checks import judge as checks, policy
 
-from . import notebooks, sandbox
+from . import frames, notebooks, sandbox
 
 SIGNALS = {9: "it was killed (usually: it used more memory than the limit allows)",
            24: "it used more CPU time than the limit allows", 11: "it crashed (segmentation fault)",
@@ -24,6 +24,9 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
 
     ``cases``: {grade id: the hidden cases of that cell} (drawn from the secret by the caller, so
     that a worker needs no secret); ``reason``: why ``nb`` is None (not handed in, not JSON, ...).
+    status: "graded"; "missing" or "unreadable" (no notebook to run); "ungradable" (its records were
+    outside the schema, or the grader failed on it: every test 0, one sentence why); "infra" (the
+    sandbox returned nothing: the caller retries).
     """
     start = time.monotonic()
     if nb is None:
@@ -33,26 +36,58 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
         missing = reason == "was not handed in"
         return {"tests": tests, "notes": [] if missing else [f"{release.name}.ipynb {reason}"],
                 "status": "missing" if missing else "unreadable", "seconds": 0.0}
-    prog = notebooks.program(release, nb)
-    blocked = _policy(prog.cells)
-    runnable = [g for g in release.grade_cells if not _blocked_for(g.id, cases, blocked, prog)]
-    job = {"torch": any('"$tensor"' in json.dumps(c.specs()) or '"$mha"' in json.dumps(c.specs())
-                        for g in runnable for c in cases[g.id]),
-           "cells": prog.cells,
-           "tests": [{"id": g.id, "cases": [{"function": c.function, "names": list(c.names), "specs": c.specs()}
-                                            for c in cases[g.id]]} for g in runnable]}
-    report = sandbox.run(job, limits, unsafe) if job["tests"] else sandbox.Report(returncode=0)
-    events = _by_test(report.records)
-    status = "graded"
-    if job["tests"] and not report.records:
-        status = "infra"  # the sandbox itself failed: retried, never recorded as the student's zero
+    try:
+        prog = notebooks.program(release, nb)
+        blocked = _policy(prog.cells)
+        runnable = [g for g in release.grade_cells if not _blocked_for(g.id, cases, blocked, prog)]
+        job = _job(prog, runnable, cases)
+    except Exception as err:  # noqa: BLE001 - a notebook that breaks the static checks is that notebook's problem
+        return _ungradable(release, err, start)
+    report = sandbox.run(job, limits, unsafe) if job["tests"] \
+        else sandbox.Report(returncode=0)
+    if job["tests"] and (not report.records or report.returncode == sandbox.HARNESS_FAILED):
+        # the sandbox or the harness itself failed (student code runs only in the harness's children,
+        # which never return into it): retried, never the student's zero
+        return {"tests": [_result(g, False, "Not graded yet: the sandbox failed.", None) for g in release.grade_cells],
+                "notes": [f"sandbox: {frames.text(report.stderr.strip(), 500)}"], "status": "infra",
+                "seconds": round(time.monotonic() - start, 3)}
+    try:
+        tests = _judge_all(release, cases, blocked, prog, report, job, limits)
+    except Exception as err:  # noqa: BLE001 - whatever one notebook's results hold, the run goes on
+        return _ungradable(release, err, start)
+    return {"tests": tests, "notes": prog.notes, "status": "graded", "seconds": round(time.monotonic() - start, 3)}
+
+
+def _ungradable(release: notebooks.Release, err: Exception, start: float) -> dict:
+    """Every test of the notebook at 0, with one sentence: what was wrong (a record outside the
+    schema, a bound exceeded) or that the grader failed on it."""
+    reason = str(err) if isinstance(err, frames.Invalid) else \
+        f"the grader failed on this notebook ({type(err).__name__}); your instructor will look at it"
+    tests = [_result(g, False, f"Could not be graded: {reason}.", "could not be graded") for g in release.grade_cells]
+    return {"tests": tests, "notes": [f"{release.name}.ipynb could not be graded: {reason}"],
+            "status": "ungradable", "seconds": round(time.monotonic() - start, 3)}
+
+
+def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
+    """The sandbox's job: the cells, and each case's function, argument names and inputs (sandbox.run
+    keeps the inputs outside and hands each to the harness only when its call is made)."""
+    tests = [{"id": g.id, "cases": [{"function": c.function, "names": list(c.names), "specs": c.specs()}
+                                    for c in cases[g.id]]} for g in runnable]
+    torch = any('"$tensor"' in json.dumps(c["specs"]) or '"$mha"' in json.dumps(c["specs"])
+                for t in tests for c in t["cases"])
+    return {"torch": torch, "cells": prog.cells, "tests": tests}
+
+
+def _judge_all(release, cases, blocked, prog, report, job, limits) -> list[dict]:
+    events = frames.events(report.records, job)
+    if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
+        raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
     tests = []
     for g in release.grade_cells:
         verdict = _blocked_for(g.id, cases, blocked, prog) or _judge_test(g, cases[g.id], events.get(g.id, {}), prog,
                                                                            report, limits)
         tests.append(_result(g, *verdict))
-    notes = prog.notes + ([f"sandbox: {report.stderr.strip()[:500]}"] if status == "infra" else [])
-    return {"tests": tests, "notes": notes, "status": status, "seconds": round(time.monotonic() - start, 3)}
+    return tests
 
 
 def _result(g: notebooks.GradeCell, passed: bool, message: str, mistake: str | None) -> dict:
@@ -116,22 +151,6 @@ def _blocked_for(gid: str, cases: dict, blocked: dict, prog: notebooks.Program):
 
 # --- what came back from the sandbox ----------------------------------------------------------
 
-def _by_test(records: list) -> dict:
-    events: dict = {}
-    for r in records:
-        test = r.get("test")
-        if not isinstance(test, str):
-            continue
-        slot = events.setdefault(test, {"cases": {}, "cells": [], "status": None})
-        if "case" in r and isinstance(r.get("outcome"), dict) and isinstance(r["case"], int):
-            slot["cases"].setdefault(r["case"], r["outcome"])
-        elif isinstance(r.get("cells"), list) and not slot["cells"]:
-            slot["cells"] = [c for c in r["cells"] if isinstance(c, dict)]
-        elif "status" in r and slot["status"] is None:
-            slot["status"] = (str(r["status"]), r.get("detail"))
-    return events
-
-
 def _judge_test(g, cases: list, events: dict, prog, report, limits) -> tuple[bool, str, str | None]:
     if not cases:  # a course error, never a free point
         return False, "The grader has no hidden cases for this test; your instructor will grade it.", "no cases"
@@ -159,11 +178,17 @@ def _no_outcome(events: dict, report, limits) -> str:
     if status == "cells":
         return (f"Not run: your notebook's own cells did not finish within {detail} s (an endless loop "
                 "outside any function, or a very slow cell?), so no test could call your function.")
+    if status == "large":
+        return (f"Not read: your function returned more data than the grader reads from one call ({detail} MB). "
+                "Return arrays of the shapes the exercise asks for.")
     if status == "budget":
         return (f"Not run: the notebook's earlier tests used up its whole time budget ({detail} s), "
                 "so this one had no time left.")
+    memory = (f"it used more memory than the limit allows ({limits.memory >> 20} MB for all the processes "
+              "of your notebook together)")
     if status == "signal":
-        return f"This test's process stopped before it finished: {SIGNALS.get(detail, f'signal {detail}')}."
+        why = memory if detail == 9 and report.usage.get("oom_kills") else SIGNALS.get(detail, f"signal {detail}")
+        return f"This test's process stopped before it finished: {why}."
     if status == "exit":
         return (f"Your code ended this test's process (exit status {detail}: os._exit or similar) "
                 "before the test finished.")
@@ -173,12 +198,15 @@ def _no_outcome(events: dict, report, limits) -> str:
         return (f"Not read: your functions returned more data than the grader reads from one notebook "
                 f"({sandbox.MAX_REPORT >> 20} MB in all, {sandbox.MAX_LINE >> 20} MB per result), so this "
                 "test's result never arrived. Return arrays of the shapes the exercise asks for.")
+    if report.usage.get("oom_kills"):
+        return f"This test never finished: {memory}."
     return "Your code ended this test before it returned a result."
 
 
 def _no_outcome_label(events: dict) -> str:
     status = (events.get("status") or ("no result",))[0]
-    return {"timeout": "timeout", "cells": "timeout", "budget": "notebook time budget", "signal": "crash", "exit": "process ended"}.get(
+    return {"timeout": "timeout", "cells": "timeout", "budget": "notebook time budget", "signal": "crash",
+            "exit": "process ended", "large": "result too large"}.get(
         status, "no result")
 
 

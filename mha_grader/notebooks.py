@@ -1,19 +1,25 @@
 """Submissions read as data: which cells of a student's notebook the grader runs, and why.
 
 Nothing the student hands in is executed or followed here: a submission is a regular file (not
-a link) of bounded size, parsed as JSON. The student's cells are matched to the release's by
-nbgrader grade id; where the metadata was stripped or edited, a solution cell is recognised by
-the function it defines. Grade (test) cells are never run: the hidden tests are the grader's.
+a link) of bounded size, parsed as JSON, with bounded cells (see :func:`read_submission`). The
+student's cells are matched to the release's by nbgrader grade id; where the metadata was
+stripped or edited, a solution cell is recognised by the function it defines. Grade (test) cells are never run: the hidden tests are the grader's.
 """
 import ast
 import hashlib
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024  # the file
+MAX_JSON_VALUES = 500_000             # values in it (bounds the memory its decoding takes, ~70 MB at most)
+MAX_CELLS = 1_000
+MAX_CODE_CHARS = 100_000              # one code cell's source
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_AST_NODES, MAX_AST_DEPTH = 50_000, 100  # the syntax trees of all its code cells together; one's depth
 
 
 @dataclass(frozen=True)
@@ -42,10 +48,11 @@ class Program:
 
 
 def source(cell: dict) -> str:
+    """A cell's source as valid text (JSON can carry a lone surrogate, which no file or page can hold)."""
     src = cell.get("source", "")
     if isinstance(src, list):
         src = "".join(s for s in src if isinstance(s, str))
-    return src if isinstance(src, str) else ""
+    return LONE_SURROGATE.sub("\ufffd", src) if isinstance(src, str) else ""
 
 
 def nbgrader_meta(cell: dict) -> dict:
@@ -89,27 +96,94 @@ def load_release(folder: Path) -> dict[str, Release]:
 
 
 def read_submission(path: Path) -> tuple[dict | None, str, str]:
-    """(notebook, sha256 of its bytes, "") or (None, sha256 or "", why it cannot be read)."""
-    try:
-        info = os.lstat(path)
-    except OSError as err:
-        return None, "", f"cannot be read ({err.strerror})"
-    if not stat.S_ISREG(info.st_mode):
-        return None, "", "is not a regular file (a link or a folder), so it is not read"
-    if info.st_size > MAX_NOTEBOOK_BYTES:
-        return None, "", f"is {info.st_size} bytes, more than the {MAX_NOTEBOOK_BYTES} a notebook may have"
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
+    """(notebook, sha256 of its bytes, "") or (None, sha256 or "", why it is not read).
+
+    The work is bounded whatever the file holds: its size, the number of values its JSON decodes
+    to, its cells, each code cell's size and syntax tree (the static checks and the grader walk
+    them); a notebook past a bound is not graded, and the reason says which bound."""
+    raw, reason = _read_bytes(path)
+    if raw is None:
+        return None, "", reason
     digest = hashlib.sha256(raw).hexdigest()
+    values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")  # >= the containers and items it decodes to
+    if values > MAX_JSON_VALUES:
+        return None, digest, f"holds more than {MAX_JSON_VALUES} JSON values, more than a notebook may have"
     try:
         nb = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None, digest, "is not a notebook (its file is not valid JSON)"
+    except (ValueError, RecursionError, MemoryError):
+        return None, digest, "is not a notebook (its file is not valid JSON, or is nested too deep)"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return None, digest, "is not a notebook (it has no list of cells)"
     nb["cells"] = [c for c in nb["cells"] if isinstance(c, dict)]
-    return nb, digest, ""
+    problem = _past_bounds(nb["cells"])
+    return (None, digest, problem) if problem else (nb, digest, "")
+
+
+def fingerprint(path: Path) -> str:
+    """What identifies a submitted file's content without decoding it: its sha256, or why it is not read."""
+    raw, reason = _read_bytes(path)
+    return hashlib.sha256(raw).hexdigest() if raw is not None else reason
+
+
+def _read_bytes(path: Path) -> tuple[bytes | None, str]:
+    """The bytes of a regular file of bounded size, never following a link; or (None, why not)."""
+    try:
+        info = os.lstat(path)
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror})"
+    if not stat.S_ISREG(info.st_mode):
+        return None, "is not a regular file (a link or a folder), so it is not read"
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        return None, f"is {info.st_size} bytes, more than the {MAX_NOTEBOOK_BYTES} a notebook may have"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror})"
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        return None, f"grew past the {MAX_NOTEBOOK_BYTES} bytes a notebook may have while it was read"
+    return raw, ""
+
+
+def _past_bounds(cells: list[dict]) -> str | None:
+    """Which bound the cells exceed (a sentence), or None."""
+    if len(cells) > MAX_CELLS:
+        return f"has {len(cells)} cells, more than the {MAX_CELLS} the grader reads"
+    nodes = 0
+    for i, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        code = source(cell)
+        if len(code) > MAX_CODE_CHARS:
+            return f"has a code cell (cell {i + 1}) of {len(code)} characters, more than the {MAX_CODE_CHARS} allowed"
+        count, problem = syntax_size(code, MAX_AST_NODES - nodes)
+        if problem:
+            return f"has a code cell (cell {i + 1}) {problem}"
+        nodes += count
+    return None
+
+
+def syntax_size(code: str, budget: int) -> tuple[int, str | None]:
+    """(nodes of ``code``'s syntax tree, None) when it has at most ``budget`` nodes and is at most
+    MAX_AST_DEPTH deep (code that does not parse counts 0: the sandbox reports that as the cell's own
+    error); else (its nodes so far, what it exceeds)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return 0, None
+    except (RecursionError, MemoryError):
+        return 0, f"nested too deeply to be read (more than {MAX_AST_DEPTH} levels)"
+    count, todo = 0, [(tree, 0)]
+    while todo:
+        node, depth = todo.pop()
+        count += 1
+        if count > budget:
+            return count, f"that takes the notebook's code past {MAX_AST_NODES} syntax nodes"
+        if depth > MAX_AST_DEPTH:
+            return count, f"nested more than {MAX_AST_DEPTH} levels deep"
+        todo += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return count, None
 
 
 COURSE_PACKAGES = {"mha_lib", "mha_checks", "mha_grader"}

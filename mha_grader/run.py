@@ -10,7 +10,6 @@ run the same way. Either way one line says what was graded and the command that 
 notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
 """
 import errno
-import hashlib
 import os
 import shlex
 import shutil
@@ -24,7 +23,7 @@ from pathlib import Path
 from mha_checks.hidden import hidden_cases
 from sqlalchemy.exc import DBAPIError
 
-from . import course as course_mod, execute, feedback, report, sandbox
+from . import course as course_mod, execute, feedback, notebooks, report, sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter
 from .lock import CourseLock, Held
@@ -276,19 +275,8 @@ def _close_quietly(writer) -> None:
 def _changed_during_the_run(results: list) -> list[str]:
     """Notes for the notebooks handed in again after they were planned: graded as they were; the next run
     grades the new version (its stamp holds the old content's key)."""
-    notes = []
-    for job, _ in results:
-        path, digest = job.get("path"), job.get("digest")
-        if path is not None and digest and _digest(path) != digest:
-            notes.append(f"{job['student']}/{job['notebook']}: changed during the run; the next run grades it")
-    return notes
-
-
-def _digest(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return ""
+    return [f"{job['student']}/{job['notebook']}: changed during the run; the next run grades it"
+            for job, _ in results if job.get("path") and notebooks.fingerprint(Path(job["path"])) != job["content"]]
 
 
 def isolation_problems(course: Path) -> list[str]:
@@ -321,12 +309,12 @@ def _plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
         for name, path in files.items():
             if args.notebook and name not in args.notebook:
                 continue
-            nb, digest, reason = course_mod.notebooks.read_submission(path) if path else (None, "", "was not handed in")
-            job_key = course.key(digest or reason, fingerprint)
+            content = notebooks.fingerprint(path) if path else "was not handed in"  # not decoded here
+            job_key = course.key(content, fingerprint)
             if stamps.get(name) == job_key and not args.force:
                 continue
-            plan.append({"student": student, "notebook": name, "nb": nb, "reason": reason, "key": job_key,
-                         "path": path, "digest": digest,
+            plan.append({"student": student, "notebook": name, "path": path and str(path), "key": job_key,
+                         "content": content,
                          "cases": {g.id: hidden_cases(g.id, course_secret.rng(key, course.assignment, name, g.id))
                                    for g in course.releases[name].grade_cells}})
     return plan, notes
@@ -337,6 +325,7 @@ def _record(course, writer, job: dict, result: dict) -> None:
     student, name = job["student"], job["notebook"]
     writer.record(student, name, result["tests"])
     report.save(course, student, name, result)
+    nb, _ = execute.read({k: v for k, v in job.items() if k != "nb"})  # read again, one at a time
     feedback.write(course.folder("feedback", student), course.folder("autograded", student),
-                   course.releases[name], job["nb"], result, student)
+                   course.releases[name], nb if result["status"] == "graded" else None, result, student)
     course.stamp(student, name, job["key"])

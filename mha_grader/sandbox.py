@@ -1,30 +1,36 @@
 """Run one grading job in a sandbox and read back what it reports, as plain data.
 
-The sandbox (forkserver.py): fresh mount, PID, network, IPC and UTS namespaces; a file system
-holding only the Python installation and the job folder, read-only, and a 64 MB /tmp; an
-unprivileged user of its own (a distinct uid per concurrent job, so that one job's process limit
-cannot starve another), no capabilities, no new privileges; limits on address space, processes
-and file size. The network namespace has only a loopback device, down. When the job ends, or its
+The sandbox (its theory of operation opens forkserver.py): fresh mount, PID, network, IPC, UTS and
+cgroup namespaces; a file system holding only the Python installation and the job, read-only, and
+a 64 MB /tmp, with no host path showing through; an unprivileged user of its own (a distinct uid
+per concurrent job, so that one job's process limit cannot starve another), no capabilities, no
+new privileges; limits on address space, processes and file size per process, and a cgroup capping
+the memory, processes and CPU of the whole job; a fresh session keyring and a system-call filter
+(kernel.py). The network namespace has only a loopback device, down. When the job ends, or its
 time is up, or the grader dies, its PID namespace goes and with it every process it started.
 
 Jobs are forked from one warm fork server per grading process (numpy, and torch once needed,
 already imported), not started as fresh interpreters: a NumPy notebook costs a few hundredths of
 a second, not the tenths an interpreter start and its imports take.
 
-Run as root, the student's code runs as uid 61000+n. Run as an ordinary user, it runs in a new
-user namespace as that user (who owns nothing the sandbox can see). :func:`probe` checks all of
-this on the machine at hand before any grading.
+Run as root, the student's code runs as uid 62000+n. Run as an ordinary user, it runs in a new
+user namespace as that user (who owns nothing the sandbox can see), but the job cgroups need root
+or a delegated cgroup v2 subtree. :func:`probe` checks every claim on the machine at hand before
+any grading, one check per claim.
 """
 import atexit
 import ctypes
+import dataclasses
 import fcntl
 import functools
 import json
+import math
 import os
 import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -33,11 +39,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 CALLING = HERE.parent / "mha_checks" / "calling.py"
-UID_BASE, SLOTS = 61000, 256
+UID_BASE, SLOTS = 62000, 256
 MAX_REPORT = 32 * 1024 * 1024  # bytes of records read back from one job
 MAX_LINE = 8 * 1024 * 1024
+HARNESS_FAILED = 70  # the job's exit status when its program raised (forkserver._exit_with)
 ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
        "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
 
@@ -47,9 +56,10 @@ class Limits:
     test_s: float = 10.0        # wall time of one test (its cells and cases)
     test_cpu_s: int = 10        # CPU seconds of one test
     notebook_s: float = 60.0    # wall time of all the tests of one notebook
-    memory: int = 4 << 30       # address space of each process
-    processes: int = 64         # processes of the sandbox user
+    memory: int = 4 << 30       # address space of each process, and memory of all the job's together
+    processes: int = 64         # processes of the sandbox user, and of the job
     file_size: int = 16 << 20   # largest file it may write (in its /tmp)
+    cpus: float = 1.0           # CPU time of the whole job per wall second (so a test: test_s CPU s at most)
 
     def as_dict(self) -> dict:
         return {"test_s": self.test_s, "test_cpu_s": self.test_cpu_s, "notebook_s": self.notebook_s}
@@ -64,6 +74,24 @@ class Report:
     truncated: bool = False
     seconds: float = 0.0
     stderr: str = ""
+    usage: dict = field(default_factory=dict)    # the job's cgroup: caps in force, peak memory, OOM kills, CPU s
+
+
+@dataclass(frozen=True)
+class Hardening:
+    """Each protection of the sandbox, on. Only the probe's mutation test turns one off, to show that
+    the probe notices (tests/test_sandbox.py); grading always runs with all of them."""
+    readonly_root: bool = True
+    readonly_job: bool = True
+    file_size_limit: bool = True
+    distinct_uids: bool = True
+    net_namespace: bool = True
+    ipc_namespace: bool = True
+    tmp_size: bool = True
+    cgroup: bool = True
+    keyring: bool = True
+    seccomp: bool = True
+    hide_host_paths: bool = True
 
 
 class SandboxUnavailable(RuntimeError):
@@ -122,12 +150,36 @@ def python_prefixes() -> tuple[str, ...]:
     return tuple(sorted(p for p in paths if not p.startswith(("/usr", "/lib", "/bin"))))
 
 
+@functools.cache
+def prefix_paths() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each prefix with every path this interpreter knows it by (through a link, say): inside, the
+    prefix is mounted at a neutral folder and each of these paths is a link to it."""
+    names = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    return tuple((real, tuple(sorted({real} | {n for n in names if os.path.realpath(n) == real})))
+                 for real in python_prefixes())
+
+
+def slot_folder() -> Path:
+    """Where the slot locks live: a folder only this user can write (never the shared /tmp)."""
+    base = Path("/run") if os.geteuid() == 0 else Path(os.environ.get("XDG_RUNTIME_DIR") or Path.home() / ".cache")
+    folder = base / "mha-grader-slots"
+    try:
+        folder.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise SandboxUnavailable(f"{folder} must be a folder of this user's that no one else can write "
+                                 f"(owner uid {info.st_uid}, mode {stat.filemode(info.st_mode)}): remove it")
+    return folder
+
+
 def _slot():
-    """A free slot number and its lock (held while the job runs)."""
-    folder = Path(tempfile.gettempdir()) / "mha-grader-slots"
-    folder.mkdir(mode=0o700, exist_ok=True)
+    """A free slot number and its lock (held while the job runs), opened without following links."""
+    folder = slot_folder()
     for n in range(SLOTS):
-        fh = open(folder / f"{n}.lock", "w")
+        fd = os.open(folder / f"{n}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fh = os.fdopen(fd, "r+")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return n, fh
@@ -136,8 +188,13 @@ def _slot():
     raise RuntimeError(f"all {SLOTS} sandbox slots are busy")
 
 
-def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py") -> Report:
-    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel."""
+def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py",
+        hardening: Hardening = Hardening()) -> Report:
+    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel.
+
+    A case's inputs (its "specs") stay here: the job folder holds none, and the harness gets each
+    case's only when it asks, just before that call (see :func:`_inputs_kept_outside`)."""
+    job, inputs = _inputs_kept_outside(job)
     with tempfile.TemporaryDirectory(prefix="mha-job-") as tmp:
         job_dir = Path(tmp) / "job"
         job_dir.mkdir()
@@ -150,25 +207,69 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
             path.chmod(0o755 if path.is_dir() else 0o644)
         with open(Path(tmp) / "stderr.txt", "w+b") as errors:
             if unsafe:  # --unsafe-no-sandbox: the same program, no isolation at all (the job folder stands in for /job)
-                report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp)
+                report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp, inputs)
             else:
                 slot, lock = _slot()
                 with lock:
-                    request = {"root": str(mount_point), "job": str(job_dir), "prefixes": python_prefixes(),
-                               "program": f"/job/{program}",
-                               "uid": None if os.geteuid() != 0 else UID_BASE + slot,
-                               "limits": {"RLIMIT_AS": limits.memory, "RLIMIT_NPROC": limits.processes,
-                                          "RLIMIT_FSIZE": limits.file_size, "RLIMIT_CORE": 0}}
-                    report = _run_sandboxed(SERVERS[bool(job.get("torch"))], request, limits, errors)
+                    report = _run_sandboxed(SERVERS[bool(job.get("torch"))],
+                                            _request(mount_point, job_dir, program, slot, limits, hardening),
+                                            limits, errors, inputs)
             errors.seek(0)
             report.stderr = errors.read(4096).decode(errors="replace")
         return report
 
 
-def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors) -> Report:
+def _request(root: Path, job_dir: Path, program: str, slot: int, limits: Limits, strong: Hardening) -> dict:
+    """What the fork server needs to start the job (forkserver.manage)."""
+    rlimits = {"RLIMIT_AS": limits.memory, "RLIMIT_NPROC": limits.processes, "RLIMIT_CORE": 0}
+    if strong.file_size_limit:
+        rlimits["RLIMIT_FSIZE"] = limits.file_size
+    return {"root": str(root), "job": str(job_dir), "prefixes": prefix_paths(), "program": f"/job/{program}",
+            "uid": None if os.geteuid() != 0 else UID_BASE + (slot if strong.distinct_uids else 0),
+            "limits": rlimits, "hardening": dataclasses.asdict(strong),
+            "caps": {"memory": limits.memory, "processes": limits.processes, "cpus": limits.cpus}}
+
+
+def _inputs_kept_outside(job: dict):
+    """(the job without its cases' inputs, the answer to the harness's ``{"ask": [t, i]}``).
+
+    The answer is test t's case i's inputs, each case once and in order, so that the sandbox never
+    holds the inputs of a call before that call is made, nor another notebook's. The job gets
+    ``shared_bytes``: room for the largest case's arrays in the harness's shared memory."""
+    if "tests" not in job:
+        return job, None
+    specs = [[case.get("specs", []) for case in test["cases"]] for test in job["tests"]]
+    tests = [{**test, "cases": [{k: v for k, v in case.items() if k != "specs"} for case in test["cases"]]}
+             for test in job["tests"]]
+    last = [(-1, -1)]
+
+    def answer(record: dict) -> bytes:
+        ask = record.get("ask")
+        if isinstance(ask, list) and len(ask) == 2 and all(type(n) is int for n in ask) and tuple(ask) > last[0] \
+                and 0 <= ask[0] < len(specs) and 0 <= ask[1] < len(specs[ask[0]]):
+            last[0] = tuple(ask)
+            return json.dumps({"specs": specs[ask[0]][ask[1]]}).encode()
+        return b'{"specs": null}'
+    room = max((_array_bytes(s) for cases in specs for s in cases), default=0)
+    return {**job, "tests": tests, "shared_bytes": room}, answer
+
+
+def _array_bytes(spec) -> int:
+    """The bytes a case's arrays take in the harness's shared memory (each 64-byte aligned)."""
+    if isinstance(spec, list):
+        return sum(_array_bytes(s) for s in spec)
+    if not isinstance(spec, dict):
+        return 0
+    if "$array" in spec:
+        a = spec["$array"]
+        return -(-math.prod(a["shape"]) * np.dtype(a["dtype"]).itemsize // 64) * 64
+    return sum(_array_bytes(v) for v in spec.values())
+
+
+def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors, inputs) -> Report:
     """The job through the fork server; its exit status comes back on a connection of its own,
     whose closing (here, on a timeout or when the grader dies) kills the job."""
-    read_end, write_end = os.pipe()
+    read_end, write_end = _channel()
     ours, theirs = socket.socketpair()
     with ours, _Running(lambda: _hang_up(ours)):
         try:
@@ -176,12 +277,13 @@ def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors)
         finally:
             os.close(write_end)
             theirs.close()
-        report = _collect(read_end, limits.notebook_s + 30)
+        report = _collect(read_end, limits.notebook_s + 30, inputs)
         if not (report.timed_out or report.truncated):  # else: closing ours ends the job
             ours.settimeout(10)
             try:
-                report.returncode = json.loads(ours.recv(1024) or b"{}").get("status")
-            except (OSError, ValueError):
+                ending = json.loads(ours.recv(4096) or b"{}")
+                report.returncode, report.usage = ending.get("status"), ending.get("usage") or {}
+            except (OSError, ValueError, AttributeError):
                 pass
     return report
 
@@ -194,17 +296,17 @@ def _hang_up(connection: socket.socket) -> None:
         pass  # already closed: the job has ended
 
 
-def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str) -> Report:
+def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str, inputs) -> Report:
     started: list[subprocess.Popen] = []
     with _Running(lambda: [_kill_group(p.pid) for p in started]):
-        read_end, write_end = os.pipe()
+        read_end, write_end = _channel()
         proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, env=ENV, start_new_session=True,
                                 preexec_fn=_die_with_parent)
         started.append(proc)
         os.close(write_end)
         try:
-            report = _collect(read_end, limits.notebook_s + 30)
+            report = _collect(read_end, limits.notebook_s + 30, inputs)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -221,20 +323,38 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _collect(read_end: int, timeout: float) -> Report:
-    """JSON lines from ``read_end`` until every writer has closed it or time is up (then closed)."""
+def _channel() -> tuple[int, int]:
+    """The report channel: (our end, the job's end) of a stream socket pair."""
+    ours, theirs = socket.socketpair()
+    return ours.detach(), theirs.detach()
+
+
+def _collect(channel: int, timeout: float, inputs=None) -> Report:
+    """JSON lines from ``channel`` until every writer has closed it or time is up (then closed);
+    each ``{"ask": ...}`` answered with ``inputs(record)``."""
     report, start = Report(), time.monotonic()
-    buffer, total = b"", 0
+    buffer, total, pending = b"", 0, b""
+    os.set_blocking(channel, False)
     try:
         while True:
             left = timeout - (time.monotonic() - start)
             if left <= 0:
                 report.timed_out = True
                 break
-            ready, _, _ = select.select([read_end], [], [], left)
-            if not ready:
+            readable, writable, _ = select.select([channel], [channel] if pending else [], [], left)
+            if writable:
+                try:
+                    pending = pending[os.write(channel, pending[:1 << 16]):]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    pending = b""  # the job is gone; what it sent is still read
+            if not readable:
                 continue
-            chunk = os.read(read_end, 1 << 16)
+            try:
+                chunk = os.read(channel, 1 << 16)
+            except BlockingIOError:
+                continue
             if not chunk:
                 break
             total += len(chunk)
@@ -246,9 +366,15 @@ def _collect(read_end: int, timeout: float) -> Report:
             if len(buffer) > MAX_LINE:
                 buffer, report.truncated = b"", True
             for line in lines:
-                _parse(line, report)
+                record = _parse(line)
+                if record is None:
+                    report.garbage += 1
+                elif set(record) == {"ask"}:  # answered, not kept
+                    pending += (inputs(record) if inputs else b"{}") + b"\n"
+                else:
+                    report.records.append(record)
     finally:
-        os.close(read_end)
+        os.close(channel)
     report.seconds = time.monotonic() - start
     return report
 
@@ -339,36 +465,98 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _parse(line: bytes, report: Report) -> None:
+def _parse(line: bytes) -> dict | None:
+    """A line as a JSON object, or None."""
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):
-        report.garbage += 1
-        return
-    if isinstance(record, dict):
-        report.records.append(record)
-    else:
-        report.garbage += 1
+        return None
+    return record if isinstance(record, dict) else None
 
 
-def probe(private: list[str], readonly: list[str], unsafe: bool = False) -> list[str]:
-    """Run probe.py in a sandbox: the list of what isolation fails to ensure (empty: all good).
+FIXES = {  # claim checked outside: what to change on the machine when it fails
+    "job cgroup": "run the grader as root with the memory, pids and cpu cgroup controllers mounted "
+                  "(cgroup v2, or v1 as on hybrid hosts), or in a delegated cgroup v2 subtree",
+    "memory cap": "grade with a memory limit below the machine's memory (sandbox.Limits.memory)",
+    "distinct uids": "run the grader as root: each concurrent job gets a uid of its own (62000 and up)",
+}
+
+
+def probe(private: list[str], readonly: list[str], unsafe: bool = False, limits: Limits = Limits(notebook_s=20),
+          hardening: Hardening = Hardening()) -> list[str]:
+    """Test every isolation claim on this machine: the list of claims that fail, each with what was
+    seen and what to change (empty: all hold).
 
     ``private``: paths student code must not read (course, gradebook, secret, home folders);
-    ``readonly``: folders it must not write (the interpreter, the packages). A server listening
-    on the host's loopback must be unreachable from inside.
+    ``readonly``: folders it must not write (the interpreter, the packages). Two probe jobs run at
+    once (their uids must differ); a server listening on the host's loopback must be unreachable.
+    ``limits`` and ``hardening``: the sandbox to probe (the mutation test weakens them).
     """
-    import socket
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        job = {"private": private, "readonly": readonly, "port": server.getsockname()[1],
-               "rootless": os.geteuid() != 0}
-        try:
-            report = run(job, Limits(notebook_s=20), unsafe=unsafe, program="probe.py")
-        except (OSError, RuntimeError) as err:
-            return [f"the sandbox could not start: {err}"]
-    checks = [r for r in report.records if "check" in r]
-    if not checks:
-        return [f"the sandbox could not start (exit status {report.returncode}): {report.stderr.strip()[:800]}"]
-    return [f"{r['check']}: failed ({r.get('detail', '')})" for r in checks if not r.get("ok")]
+        job = _probe_job(private, readonly, server.getsockname()[1], limits)
+        reports: list = [None, None]
+
+        def one(n: int) -> None:
+            try:
+                reports[n] = run(job, limits, unsafe=unsafe, program="probe.py", hardening=hardening)
+            except (OSError, RuntimeError) as err:
+                reports[n] = err
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    problems = []
+    for report in reports:
+        if isinstance(report, Exception):
+            return [f"the sandbox could not start: {report}"]
+        checks = [r for r in report.records if isinstance(r, dict) and "check" in r]
+        if not checks:
+            return [f"the sandbox could not start (exit status {report.returncode}): {report.stderr.strip()[:800]}"]
+        problems += [_problem(r["check"], r.get("detail", ""), r.get("fix", "")) for r in checks if not r.get("ok")]
+    if not unsafe:
+        problems += _outside_checks(reports, job, limits)
+    return list(dict.fromkeys(problems))  # (each once: both jobs see the same)
+
+
+def _probe_job(private: list[str], readonly: list[str], port: int, limits: Limits) -> dict:
+    from . import kernel
+    course_and_job = [str(Path(p).parent) for p in private] + [tempfile.gettempdir() + "/mha-job-"]
+    return {"private": private, "readonly": readonly, "port": port, "rootless": os.geteuid() != 0,
+            "host_namespaces": {n: os.readlink(f"/proc/self/ns/{n}") for n in ("mnt", "pid", "net", "ipc", "uts")},
+            "tmp_bytes": 64 << 20, "file_size": limits.file_size, "allocate": 48 << 20, "spin_s": 0.1, "hold_s": 0.5,
+            "closed": {n: kernel.syscall_number(n) for n in kernel.CLOSED if kernel.syscall_number(n) is not None},
+            "clone": kernel.syscall_number("clone"),
+            "host_paths": sorted({*course_and_job, *python_prefixes(), *(p for _, ps in prefix_paths() for p in ps)}
+                                 - {"/", "/tmp"})}
+
+
+def _outside_checks(reports: list, job: dict, limits: Limits) -> list[str]:
+    """The claims the job cannot see from inside: its cgroup's caps and usage, distinct uids."""
+    problems = []
+    with open("/proc/meminfo") as fh:
+        total = int(fh.read().split("MemTotal:")[1].split()[0]) * 1024
+    if not 0 < limits.memory <= total:
+        problems.append(_problem("memory cap", f"{limits.memory} bytes, the machine has {total}", FIXES["memory cap"]))
+    for report in reports:
+        u = report.usage
+        want = {"memory_max": limits.memory, "pids_max": limits.processes, "cpus": limits.cpus}
+        wrong = [f"{k} {u.get(k)} (want {v})" for k, v in want.items() if u.get(k) != v]
+        if not u.get("cgroup") or wrong:
+            problems.append(_problem("job cgroup caps in force", "; ".join(wrong) or "no cgroup", FIXES["job cgroup"]))
+        elif u.get("memory_peak", 0) < job["allocate"] or u.get("cpu_s", 0) < job["spin_s"] / 2:
+            problems.append(_problem("job cgroup counts all the job's processes",
+                                     f"peak {u.get('memory_peak')} bytes, {u.get('cpu_s')} CPU s", FIXES["job cgroup"]))
+        if u and not u.get("removed"):
+            problems.append(_problem("job cgroup removed after the job", str(u), FIXES["job cgroup"]))
+    uids = [next((r["detail"] for r in report.records if r.get("check") == "uid"), None) for report in reports]
+    if uids[0] == uids[1]:
+        problems.append(_problem("a distinct uid per concurrent job", f"both ran as uid {uids[0]}",
+                                 FIXES["distinct uids"]))
+    return problems
+
+
+def _problem(claim: str, detail: str, fix: str) -> str:
+    return f"{claim}: failed ({detail})" + (f"; to fix: {fix}" if fix else "")

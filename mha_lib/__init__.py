@@ -3,7 +3,8 @@
 * :mod:`mha_lib.reference` — NumPy, next to the equations (project, split_heads, merge_heads,
   scaled_dot_product_attention, multi_head_attention and its per-head loop form);
 * :class:`mha_lib.MultiHeadAttention` — a drop-in for ``torch.nn.MultiheadAttention``;
-* :mod:`mha_lib.counting` — parameters and FLOPs term by term.
+* :mod:`mha_lib.counting` — parameters and FLOPs term by term;
+* :mod:`mha_lib.block` — a Transformer encoder block around the layer, and positional encoding.
 
 What only the course's pages need (plots, the head viewer, the toy model) is in ``mha_book``.
 

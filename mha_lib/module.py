@@ -8,7 +8,7 @@ packed ``in_proj_weight``. When weights are not needed the fused
 Masks follow torch: a boolean ``attn_mask``/``key_padding_mask`` marks with ``True`` the pairs
 that may NOT attend; a floating one is added to the scores. (The NumPy reference and
 ``F.scaled_dot_product_attention`` use the opposite boolean convention: True = may attend;
-chapter 2, "Boolean masks: four conventions", compares them all.)
+chapter 2, "Masks: two boolean conventions, five readers", compares the readers.)
 One liberty: ``is_causal=True`` without ``attn_mask`` builds the causal mask instead of failing.
 """
 import functools

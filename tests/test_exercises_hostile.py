@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from mha_grader import sandbox
 from submissions import kit
 from submissions.hostile import FULL, HOSTILE
 
@@ -65,4 +66,4 @@ def test_no_solution_or_gradebook_content_reaches_a_student(hostile):
 
 def test_no_process_is_left_behind(hostile):
     out = subprocess.run(["ps", "-eo", "uid="], capture_output=True, text=True).stdout.split()
-    assert not [u for u in out if 61000 <= int(u) < 61256]
+    assert not [u for u in out if sandbox.UID_BASE <= int(u) < sandbox.UID_BASE + sandbox.SLOTS]

@@ -83,8 +83,9 @@ def wait_for(condition, what: str, timeout: float = 240) -> None:
 
 
 def sandboxes() -> set[int]:
-    """Running processes of a sandbox user (uid 61000 + n) descended from this test process (a run's
-    orphans are re-parented here: see ``subreaper``), not another grader's on the same machine."""
+    """Running processes of a sandbox user (uid sandbox.UID_BASE + n) descended from this test process (a
+    run's orphans are re-parented here: see ``subreaper``), not another grader's on the same machine."""
+    from mha_grader.sandbox import SLOTS, UID_BASE
     table = {}
     for entry in Path("/proc").iterdir():
         try:
@@ -98,7 +99,7 @@ def sandboxes() -> set[int]:
         more = {pid for pid, (parent, _, _) in table.items() if parent in ours} - ours
         ours |= more
         grew = bool(more)
-    return {pid for pid in ours if 61000 <= table[pid][1] < 61256 and table[pid][2] != "Z"}
+    return {pid for pid in ours if UID_BASE <= table[pid][1] < UID_BASE + SLOTS and table[pid][2] != "Z"}
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -51,3 +51,18 @@ def test_setup_enlarges_the_fonts():
 def test_wrong_rank_is_refused():
     with pytest.raises(ValueError, match="expected"):
         plotting.plot_heads(np.zeros((3, 3)))
+
+
+def test_architecture_labels_the_shapes_of_a_real_run():
+    from mha_lib import reference as R
+    rng = np.random.default_rng(1)
+    params = R.init_params(12, 3, rng)                        # d=12, h=3, d_k=4
+    query, memory = rng.normal(size=(2, 5, 12)), rng.normal(size=(2, 7, 12))  # T_q=5, T_k=7
+    shapes = plotting.layer_shapes(query, memory, memory, params)
+    assert shapes["Q heads"] == (2, 3, 5, 4) and shapes["K heads"] == (2, 3, 7, 4)
+    assert shapes["weights"] == (2, 3, 5, 7) and shapes["concat"] == (2, 5, 12)
+    assert shapes["output"] == query.shape
+    fig = plotting.architecture(shapes, 3)
+    texts = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert "(2, 3, 5, 7)" in texts and "3 heads" in texts and "(2, 3, 7, 4)" in texts
+    plt.close(fig)

@@ -5,11 +5,15 @@ most of them before they ran; these tests check the layer underneath). A test re
 outcome for a function ``probe`` defined by the cells; its result is whatever the hostile code
 managed to see, and the assertions read it.
 """
+import ctypes
+import dataclasses
+import errno
 import json
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -46,7 +50,7 @@ def result(report, test="t0"):
 
 
 def sandbox_processes() -> list[str]:
-    """Processes of the sandbox users (uid 61000 and up) still running anywhere on the machine."""
+    """Processes of the sandbox users (uid sandbox.UID_BASE and up) still running anywhere on the machine."""
     out = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True).stdout
     return [line for line in out.splitlines()
             if line.split() and sandbox.UID_BASE <= int(line.split()[0]) < sandbox.UID_BASE + sandbox.SLOTS]
@@ -78,7 +82,7 @@ def test_course_files_home_and_secrets_are_invisible():
     # The root holds the system folders, the job and the top folders of the Python installation
     # (wherever the checkout lives); of the checkout, only its virtual environment, if it has one.
     prefixes = [Path(p) for p in sandbox.python_prefixes()]
-    allowed = {"bin", "dev", "etc", "job", "lib", "lib64", "proc", "sbin", "tmp", "usr"}
+    allowed = {"bin", "dev", "etc", "job", "lib", "lib64", "proc", "python", "sbin", "tmp", "usr"}
     allowed |= {p.parts[1] for p in prefixes}
     assert set(root) <= allowed, root
     assert set(repo) <= {p.relative_to(REPO).parts[0] for p in prefixes if p.is_relative_to(REPO)}, repo
@@ -172,7 +176,7 @@ def probe(test):
 
 def test_a_crash_costs_only_its_own_test_and_leaves_nothing_running():
     """Test 0 exits the process, 1 hangs ignoring signals, 2 forks a sleeper and a fork bomb,
-    3 blows up memory, 4 floods stdout, 5 spams the report channel; 6 still runs normally."""
+    3 blows up memory, 4 floods stdout, 5 writes to the report channel's number (it is not there); 6 still runs normally."""
     the_job = job(HOSTILE)
     the_job["tests"] = [{"id": f"t{i}", "cases": [{"function": "probe", "names": ["test"], "specs": [i]}]}
                         for i in range(7)]
@@ -185,7 +189,7 @@ def test_a_crash_costs_only_its_own_test_and_leaves_nothing_running():
     assert status["t2"] == "done" and calling.decode(got["t2"]["result"]) == "forked"
     assert got.get("t3", {}).get("error", {}).get("type") == "MemoryError" or status["t3"] == "signal"
     assert status["t4"] == "done" and calling.decode(got["t4"]["result"]) == "flooded"
-    assert status["t5"] == "done" and report.garbage >= 1000
+    assert status["t5"] == "done" and report.garbage == 0  # the code under test never holds the channel
     assert status["t6"] == "done" and calling.decode(got["t6"]["result"]) == "fine"
     assert elapsed < 30
     assert sandbox_processes() == []
@@ -260,7 +264,9 @@ def test_the_unsafe_mode_runs_the_same_job_and_leaves_the_host_alone():
 
 
 def test_no_descriptor_but_the_report_channel_enters_the_sandbox():
-    """Above all not the fork server's socket, through which a job could ask for another sandbox."""
+    """Above all not the fork server's socket, through which a job could ask for another sandbox; and
+    the student's code holds not even the report channel (a socket the harness alone keeps), only
+    its two pipes to the harness."""
     report = sandbox.run(job("""
         import os
         def probe():
@@ -274,5 +280,273 @@ def test_no_descriptor_but_the_report_channel_enters_the_sandbox():
     """))
     held = result(report)
     assert not [link for link in held if link.startswith("socket:")], held
-    assert sum(link.startswith("pipe:") for link in held) == 1, held  # the report channel
+    assert sum(link.startswith("pipe:") for link in held) == 2, held  # to and from the harness
     assert all(link.startswith(("pipe:", "/dev/null")) for link in held), held
+
+
+# --- issue 16: what crosses namespaces, what a job as a whole may spend, and the probe's claims ---
+
+PRIVATE = [str(REPO / "solutions"), "/etc/shadow"]
+WEAKENINGS = {  # one weakening of the sandbox: the claims the probe must then report failed
+    "readonly_root": ["read-only root"],
+    "readonly_job": ["read-only /job"],
+    "file_size_limit": ["file-size limit"],
+    "distinct_uids": ["a distinct uid per concurrent job"],
+    "net_namespace": ["no network (not even the host's loopback)", "no network interface but loopback"],
+    "ipc_namespace": ["own ipc namespace"],
+    "tmp_size": ["/tmp size limit"],
+    "cgroup": ["job cgroup caps in force"],
+    "keyring": ["private keyring"],
+    "seccomp": ["seccomp filter loaded", "closed system calls refused"],
+    "hide_host_paths": ["no host path visible"],
+}
+
+
+def add_key(description: str, keyring: int) -> int:
+    """add_key(2) of a "user" key; the key's id, or -errno."""
+    from mha_grader import kernel
+    payload = b"stand-in credential"
+    number = kernel.syscall_number("add_key")
+    result = kernel.LIBC.syscall(ctypes.c_long(number), b"user", description.encode(), payload,
+                                 ctypes.c_size_t(len(payload)), ctypes.c_long(keyring))
+    return result if result >= 0 else -ctypes.get_errno()
+
+
+@pytest.fixture(scope="module")
+def grader_session_key():
+    """The grader in a session keyring holding a key (as under a PAM login or a systemd service);
+    the fork servers restart so that they inherit it."""
+    from mha_grader import kernel
+    sandbox.stop_servers()
+    kernel.keyctl(kernel.KEYCTL_JOIN_SESSION_KEYRING, 0)
+    assert add_key("mha-grader-canary", -3) > 0  # KEY_SPEC_SESSION_KEYRING
+    yield
+    sandbox.stop_servers()
+
+
+def test_the_probe_passes_the_full_sandbox_even_in_a_session_keyring(grader_session_key):
+    assert sandbox.probe(PRIVATE, sandbox.python_prefixes()) == []
+
+
+@pytest.mark.parametrize("weakening", sorted(WEAKENINGS))
+def test_the_probe_reports_each_weakening_of_the_sandbox(weakening, grader_session_key):
+    """The probe's mutation test: one protection off at a time, and the probe names that claim."""
+    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(), hardening=sandbox.Hardening(**{weakening: False}))
+    failed = {p.split(": failed")[0] for p in problems}
+    assert set(WEAKENINGS[weakening]) <= failed, problems
+    assert all("; to fix: " in p for p in problems), problems
+
+
+def test_the_probe_reports_a_memory_cap_above_the_machines_memory():
+    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(), limits=sandbox.Limits(notebook_s=20, memory=1 << 40))
+    assert any(p.startswith("memory cap: failed") for p in problems), problems
+    assert any(p.startswith("memory limit per process") for p in problems), problems
+
+
+def test_every_weakening_the_sandbox_can_be_given_is_in_the_mutation_test():
+    assert {f.name for f in dataclasses.fields(sandbox.Hardening)} == set(WEAKENINGS)
+
+
+KEYS = '''
+import ctypes, os
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+def probe():
+    payload = b"planted"
+    planted = LIBC.syscall(ctypes.c_long({add_key}), b"user", b"mha-planted", payload, ctypes.c_size_t(7),
+                           ctypes.c_long(-4))  # into KEY_SPEC_USER_KEYRING, kept by the kernel per uid
+    planted = planted if planted >= 0 else -ctypes.get_errno()
+    return os.getuid(), planted, open("/proc/keys").read()
+'''
+
+
+def test_a_key_planted_by_one_job_is_not_seen_by_the_next_of_the_same_uid():
+    from mha_grader import kernel
+    cells = KEYS.format(add_key=kernel.syscall_number("add_key"))
+    uid, planted, _ = result(sandbox.run(job(cells), hardening=sandbox.Hardening(seccomp=False)))
+    assert planted > 0  # without the filter, the key is there: the next job's start must clear it
+    uid2, refused, keys = result(sandbox.run(job(cells)))
+    assert uid2 == uid
+    assert refused == -errno.ENOSYS
+    assert "mha-planted" not in keys and "stand-in" not in keys, keys
+
+
+def test_a_job_does_not_see_the_graders_session_keyring(grader_session_key):
+    keys = result(sandbox.run(job("def probe():\n    return open('/proc/keys').read()\n")))
+    assert "mha-grader-canary" not in keys, keys
+    assert all(line.split()[5] != "0" for line in keys.splitlines()), keys  # nothing of root's in view
+
+
+def test_every_closed_system_call_is_refused_and_threads_and_forks_still_work():
+    from mha_grader import kernel
+    numbers = {n: kernel.syscall_number(n) for n in kernel.CLOSED if kernel.syscall_number(n) is not None}
+    report = sandbox.run(job(f"""
+        import ctypes, os, threading
+        LIBC = ctypes.CDLL(None, use_errno=True)
+        def probe():
+            got = {{}}
+            for name, number in {numbers!r}.items():
+                result = LIBC.syscall(ctypes.c_long(number), *[ctypes.c_long(0)] * 6)
+                if result == 0 and name == "clone3":
+                    os._exit(0)
+                got[name] = -ctypes.get_errno() if result < 0 else result
+            for flag in {list(kernel.NEW_NAMESPACES)!r}:
+                result = LIBC.syscall(ctypes.c_long({kernel.syscall_number("clone")}), ctypes.c_long(flag | 17),
+                                      *[ctypes.c_long(0)] * 5)
+                if result == 0:
+                    os._exit(0)
+                got[f"clone {{flag:#x}}"] = -ctypes.get_errno() if result < 0 else result
+            ran = []
+            thread = threading.Thread(target=lambda: ran.append(1))
+            thread.start()
+            thread.join()
+            pid = os.fork()
+            if pid == 0:
+                os._exit(7)
+            return sorted(got.items()), ran, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    """))
+    got, ran, forked = result(report)
+    got = dict(got)
+    assert {name: code for name, code in got.items() if code != -errno.ENOSYS} == {}
+    assert len(got) == len(numbers) + len(kernel.NEW_NAMESPACES)
+    assert ran == [1] and forked == 7
+
+
+def test_no_host_path_shows_inside():
+    report = sandbox.run(job("""
+        def probe():
+            return [open(p, "rb").read().decode(errors="replace")
+                    for p in ("/proc/1/cmdline", "/proc/self/mountinfo", "/proc/self/cgroup")]
+    """))
+    cmdline, mountinfo, groups = result(report)
+    host = [str(REPO), tempfile.gettempdir() + "/mha-job", *sandbox.python_prefixes()]
+    for text in (cmdline, mountinfo, groups):
+        assert not [path for path in host if path in text], text
+    assert cmdline.rstrip("\0") == "mha-sandbox"
+    assert all(line.endswith(":/") for line in groups.splitlines()), groups
+
+
+MANY_PROCESSES = '''
+import os, time
+
+def probe(each):
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            block = bytearray(each)  # zeroed, so every page is touched
+            time.sleep(2)
+            os._exit(0)
+        children.append(pid)
+    return [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+'''
+
+
+def test_one_job_of_many_processes_cannot_hold_more_than_the_memory_cap():
+    """Four processes of 400 MB each, each below the per-process limit, 1.6 GB against a 1 GB cap."""
+    the_job = job(MANY_PROCESSES)
+    the_job["tests"][0]["cases"][0].update(names=["each"], specs=[400 << 20])
+    report = sandbox.run(the_job, sandbox.Limits(memory=1 << 30, test_s=20))
+    codes = result(report)
+    assert -9 in codes, codes  # the kernel's OOM killer, within the job's cgroup
+    assert report.usage["oom_kills"] >= 1 and report.usage["memory_peak"] <= 1 << 30, report.usage
+    assert report.usage["removed"]
+
+
+def test_a_fork_and_spin_job_cannot_use_more_cpu_than_its_cap():
+    """Four spinning processes for 2 s of wall time: at most one core's worth (2 CPU s) in all."""
+    report = sandbox.run(job("""
+        import os
+        def probe():
+            for _ in range(3):
+                if os.fork() == 0:
+                    break
+            while True:
+                pass
+    """), sandbox.Limits(test_s=2, notebook_s=10, cpus=1.0))
+    assert statuses(report)["t0"] == "timeout"
+    assert report.usage["cpu_s"] <= 2 * 1.0 + 0.5, report.usage  # (the cap plus the job's start and end)
+    assert sandbox_processes() == []
+
+
+THROUGH = """
+import json, sys
+sys.path.insert(0, {repo!r})
+from mha_grader import sandbox
+from mha_checks import calling
+report = sandbox.run(json.loads({job!r}))
+outcome = [r["outcome"] for r in report.records if "outcome" in r]
+print(json.dumps([sys.prefix, calling.decode(outcome[0]["result"]) if outcome and "result" in outcome[0]
+                  else [report.records, report.stderr], sandbox.probe({private!r}, sandbox.python_prefixes())]))
+"""
+
+
+@pytest.mark.parametrize("how", ["a link", "a folder"])
+def test_a_venv_under_tmp_works_inside(how, tmp_path):
+    """The checkout's venv reached through a link in /tmp, or living in /tmp (bound there in a mount
+    namespace of its own): a module the fork server had not loaded still imports, the probe passes."""
+    venv = Path(tempfile.mkdtemp(prefix="mha-venv-")) / "venv"
+    the_job = job("import packaging.version\ndef probe():\n    return str(packaging.version.Version('1.2'))\n")
+    script = tmp_path / "through.py"
+    script.write_text(THROUGH.format(repo=str(REPO), job=json.dumps(the_job), private=PRIVATE))
+    python = f"{venv}/bin/python {script}"
+    if how == "a link":
+        venv.symlink_to(Path(sys.prefix).resolve())
+        command = ["sh", "-c", python]
+    else:
+        venv.mkdir()
+        command = ["unshare", "--mount", "sh", "-c", f"mount --make-rprivate / && mount --bind {sys.prefix} {venv} "
+                   f"&& {python}"]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    finally:
+        if venv.is_symlink():
+            venv.unlink()
+        else:
+            venv.rmdir()
+        venv.parent.rmdir()
+    prefix, imported, problems = json.loads(out.stdout.splitlines()[-1])
+    assert prefix == str(venv) and imported == "1.2"
+    assert problems == []
+
+
+def test_slot_locks_are_private_and_never_followed_through_a_link(tmp_path, monkeypatch):
+    folder = sandbox.slot_folder()
+    info = os.lstat(folder)
+    assert not str(folder).startswith(tempfile.gettempdir()) and info.st_uid == os.geteuid()
+    assert info.st_mode & 0o777 == 0o700
+    planted = tmp_path / "slots"
+    planted.mkdir(mode=0o700)
+    (planted / "0.lock").symlink_to(tmp_path / "target")
+    monkeypatch.setattr(sandbox, "slot_folder", lambda: planted)
+    with pytest.raises(OSError) as err:
+        sandbox._slot()
+    assert err.value.errno == errno.ELOOP
+    assert not (tmp_path / "target").exists()
+
+
+def test_the_feedback_names_the_jobs_memory_cap_when_its_cgroup_killed_a_process():
+    from mha_grader import judging
+    limits = sandbox.Limits(memory=1 << 30)
+    killed = judging._no_outcome({"status": ("signal", 9)}, sandbox.Report(usage={"oom_kills": 1}), limits)
+    assert "more memory than the limit allows (1024 MB for all the processes" in killed
+    other = judging._no_outcome({"status": ("signal", 9)}, sandbox.Report(usage={"oom_kills": 0}), limits)
+    assert other.endswith(judging.SIGNALS[9] + ".")
+
+
+def test_a_cgroup_v2_job_group_is_set_up_and_read_back_in_the_v2_files(tmp_path, monkeypatch):
+    """This machine's cgroups are v1 (hybrid): the v2 files are checked on a stand-in folder tree."""
+    from mha_grader import cgroups
+    own = tmp_path / "grader.scope"
+    own.mkdir()
+    (own / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    monkeypatch.setattr(cgroups, "layout", lambda: ("v2", {"": str(own)}))
+    group = cgroups.JobGroup("mha-job-7", cgroups.Caps(memory=3 << 30, processes=48, cpus=0.5)).create()
+    folder = own / "mha-job-7"
+    assert (folder / "memory.max").read_text() == str(3 << 30)
+    assert (folder / "pids.max").read_text() == "48" and (folder / "cpu.max").read_text() == "50000 100000"
+    for name, text in {"memory.peak": "123456", "memory.events": "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n",
+                       "pids.events": "max 2\n", "cpu.stat": "usage_usec 2500000\nnr_throttled 9\n"}.items():
+        (folder / name).write_text(text)
+    assert group.usage() == {"cgroup": "v2", "memory_max": 3 << 30, "memory_peak": 123456, "oom_kills": 1,
+                             "pids_max": 48, "forks_refused": 2, "cpus": 0.5, "cpu_s": 2.5, "throttled": 9}
