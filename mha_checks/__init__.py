@@ -4,7 +4,7 @@
   the only module that runs next to student code, also inside the grader's sandbox);
 * :mod:`mha_checks.cases` describes a case (function, arguments, kind of check);
 * :mod:`mha_checks.judge` turns a case and its outcome into a Verdict (trusted side, never raises),
-  with the per-exercise checks and diagnosis of :mod:`mha_checks.checks`, the mistake switches of
+  with the per-exercise checks and diagnosis of :mod:`mha_checks.diagnosis` (one module per exercise), the mistake switches of
   :mod:`mha_checks.variants` and :mod:`mha_checks.attention`, the permutation analysis of
   :mod:`mha_checks.arrange` and the tolerance policy of :mod:`mha_checks.arrays`;
 * :mod:`mha_checks.hidden` draws the hidden cases of every grade cell from the grader's generator;

@@ -103,6 +103,17 @@ SWITCHES = [
            "return the weights of every head: (B, h, T_q, T_k)"),
     Switch("weights_are_scores", "the scores returned instead of the weights",
            "return the softmax of the scores (each row sums to 1), not the scores"),
+    Switch("bias_interleaved", "the input biases split along the wrong axis (b_q = in_proj_bias[0::3], ...)",
+           "mha.in_proj_bias is b_q, b_k, b_v one after the other (d_model entries each): "
+           "mha.in_proj_bias.chunk(3), not a (d_model, 3) reshape"),
+    Switch("scores_transposed", "scores computed as K Q^T instead of Q K^T",
+           "one row per query: scores = q @ k.transpose(-2, -1), (B, h, T_q, T_k)"),
+    Switch("scale_zero", "scores multiplied by 0, so every allowed key gets the same weight",
+           "1 // math.sqrt(d_k) is floor division and gives 0: divide by math.sqrt(d_k)"),
+    Switch("values_by_scores", "values weighted by the scores instead of the weights",
+           "multiply v by the softmax's output: weights @ v, not scores @ v"),
+    Switch("out_bias_each", "the output bias added once per head",
+           "mha.out_proj.bias belongs to the whole layer: add it once, after W^O"),
 ]
 BY_KEY = {s.key: s for s in SWITCHES}
 STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
@@ -111,13 +122,15 @@ STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias
             "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
             "mask_square": 4, "mask_zero": 4, "mask_after": 5, "softmax_queries": 5, "softmax_heads": 5,
             "merge_no_T": 7, "merge_order": 7, "heads_averaged": 7, "no_w_o": 8, "no_out_bias": 8,
-            "out_not_T": 8, "weights_averaged": 5, "weights_are_scores": 5}
+            "out_not_T": 8, "weights_averaged": 5, "weights_are_scores": 5,
+            "bias_interleaved": 0, "scores_transposed": 2, "scale_zero": 3, "values_by_scores": 6, "out_bias_each": 8}
 # pairs that cannot both be on (one replaces the other)
-EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul"},
+EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul", "scale_zero"},
              {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_zero", "mask_after"},
              {"softmax_queries", "softmax_heads"}, {"merge_no_T", "merge_order", "heads_averaged"},
-             {"no_w_o", "no_out_bias", "out_not_T"}, {"kv_from_query", "v_from_key", "k_from_value"},
-             {"no_in_bias", "no_q_bias", "no_v_bias"}, {"in_not_T", "v_not_T"}, {"v_with_k_weights", "qv_swapped"},
+             {"no_w_o", "no_out_bias", "out_not_T"}, {"no_w_o", "no_out_bias", "out_bias_each"},
+             {"kv_from_query", "v_from_key", "k_from_value"},
+             {"no_in_bias", "no_q_bias", "no_v_bias", "bias_interleaved"}, {"in_not_T", "v_not_T"}, {"v_with_k_weights", "qv_swapped"},
              {"merge_no_T", "merge_order", "heads_averaged", "heads_reversed"},
              {"split_no_T", "split_strided", "no_split"}, {"qk_swapped", "qv_swapped"}]
 
@@ -138,6 +151,8 @@ def projections(inp: Inputs, m=frozenset()):
     d_k = d // h
     w_q, w_k, w_v = np.split(inp.weights["in_proj_weight"], 3)
     b_q, b_k, b_v = np.split(inp.weights["in_proj_bias"], 3)
+    if "bias_interleaved" in m:
+        b_q, b_k, b_v = inp.weights["in_proj_bias"].reshape(d, 3).T     # (3d,) -> (d, 3) -> 3 x (d,)
     if "qk_swapped" in m:
         w_q, w_k, b_q, b_k = w_k, w_q, b_k, b_q
     if "qv_swapped" in m:
@@ -171,13 +186,13 @@ def projections(inp: Inputs, m=frozenset()):
 
     v_lin = (value @ w_v + b_v) if "v_not_T" in m else lin(value, w_v, b_v)
     q, k, v = split(lin(query, w_q, b_q)), split(lin(key, w_k, b_k)), split(v_lin)
-    return q, k, v, q @ k.swapaxes(-1, -2)
+    return q, k, v, (k @ q.swapaxes(-1, -2) if "scores_transposed" in m else q @ k.swapaxes(-1, -2))
 
 
 def divisor(inp: Inputs, m=frozenset()) -> float:
     d, d_k = inp.query.shape[-1], inp.query.shape[-1] // inp.num_heads
     for key, value in (("scale_d_model", math.sqrt(d)), ("no_scale", 1.0), ("scale_d_k", float(d_k)),
-                       ("scale_mul", 1 / math.sqrt(d_k))):
+                       ("scale_mul", 1 / math.sqrt(d_k)), ("scale_zero", math.inf)):
         if key in m:
             return value
     return math.sqrt(d_k)
@@ -200,7 +215,13 @@ def allowed_mask(inp: Inputs, m=frozenset()):
 
 
 def forward(inp: Inputs, m=frozenset()):
-    """(out (B, T_q, d_model), weights (B, h, T_q, T_k)) with the mistakes ``m`` switched on."""
+    """(out (B, T_q, d_model), weights (B, h, T_q, T_k)) with the mistakes ``m`` switched on (a mistake
+    may make NaN or inf: that is its result, not a warning)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return _forward(inp, m)
+
+
+def _forward(inp: Inputs, m):
     q, k, v, raw = projections(inp, m)
     scores = raw / divisor(inp, m)
     allowed = allowed_mask(inp, m)
@@ -210,7 +231,7 @@ def forward(inp: Inputs, m=frozenset()):
     weights = _softmax(scores, axis)
     if allowed is not None and "mask_after" in m:
         weights = np.where(allowed, weights, 0.0)
-    heads = weights @ v                                   # (B, h, T_q, d_k)
+    heads = (scores if "values_by_scores" in m else weights) @ v  # (B, h, T_q, d_k)
     n, h, t_q, d_k = heads.shape
     if "no_split" in m:
         weights, concat = weights[:, 0], heads[:, 0]
@@ -229,7 +250,7 @@ def forward(inp: Inputs, m=frozenset()):
         out = concat
     else:
         out = concat @ (w_o if "out_not_T" in m else w_o.T)
-        out = out if "no_out_bias" in m else out + b_o
+        out = out if "no_out_bias" in m else out + (h * b_o if "out_bias_each" in m else b_o)
     if "weights_averaged" in m:
         weights = weights.mean(1)
     if "weights_are_scores" in m:

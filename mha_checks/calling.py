@@ -7,7 +7,9 @@ what it returns is plain data: arrays, numbers, strings, lists and dicts, never 
 could run code on the side that reads them.
 
 A value on the wire (``encode``/``decode``) is JSON with tagged objects:
-``{"$array": {"dtype", "shape", "data" (base64 of the little-endian bytes)}}``,
+``{"$array": {"dtype", "shape", "data" (base64 of the little-endian bytes)[, "order"]}}`` (with
+``order``, a permutation P, the data are those of ``a.transpose(P)`` and the array is rebuilt as a
+transposed view: an argument that is a view reaches the student's function as one),
 ``{"$tensor": <array>}`` (a torch tensor), ``{"$tuple": [...]}``, ``{"$mha": {...}}`` (the
 weights of a ``torch.nn.MultiheadAttention``, built on the student's side), ``{"$other": type}``.
 """
@@ -26,21 +28,42 @@ class ReadyMade(Exception):
     """Raised by the stand-in module's forward: the student's code called torch's own answer."""
 
 
-def encode_array(a: np.ndarray) -> dict:
-    a = np.ascontiguousarray(a)
+def encode_array(a: np.ndarray, keep_layout: bool = False) -> dict:
+    """``a`` as plain data; with ``keep_layout`` a transposed view is carried as one (see the module)."""
+    order = transposition(a) if keep_layout else None
+    a = np.ascontiguousarray(a if order is None else a.transpose(order))
     if a.dtype.name not in DTYPES:
         a = a.astype(np.float64)
     data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
-    return {"$array": {"dtype": a.dtype.name, "shape": list(a.shape), "data": base64.b64encode(data).decode()}}
+    spec = {"dtype": a.dtype.name, "shape": list(a.shape), "data": base64.b64encode(data).decode()}
+    if order is not None:
+        spec["order"] = order
+        spec["shape"] = [spec["shape"][i] for i in np.argsort(order)]  # the shape of the view itself
+    return {"$array": spec}
+
+
+def transposition(a: np.ndarray) -> list[int] | None:
+    """P such that ``a.transpose(P)`` is C-contiguous while ``a`` is not (None: no such P)."""
+    a = np.asarray(a)
+    if a.flags.c_contiguous or a.ndim < 2:
+        return None
+    order = sorted(range(a.ndim), key=lambda i: -a.strides[i])
+    return order if a.transpose(order).flags.c_contiguous else None
 
 
 def decode_array(spec: dict) -> np.ndarray:
-    """The array of ``{"$array": ...}``; raises ValueError on anything malformed."""
+    """The array of ``{"$array": ...}`` (a fresh, writable copy; a transposed view when ``order`` is
+    given); raises ValueError on anything malformed."""
     dtype, shape = spec["dtype"], [int(n) for n in spec["shape"]]
     if dtype not in DTYPES or any(n < 0 for n in shape) or int(np.prod(shape)) > MAX_ELEMENTS:
         raise ValueError(f"unacceptable array: dtype {dtype!r}, shape {shape}")
+    order = spec.get("order")
+    if order is not None and sorted(int(i) for i in order) != list(range(len(shape))):
+        raise ValueError(f"unacceptable array order {order!r} for shape {shape}")
+    order = list(range(len(shape))) if order is None else [int(i) for i in order]
     raw = base64.b64decode(spec["data"], validate=True)
-    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape).astype(dtype)
+    stored = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).reshape([shape[i] for i in order])
+    return stored.astype(dtype).transpose(np.argsort(order))
 
 
 def encode(value, depth: int = 0):
@@ -118,8 +141,8 @@ class Other(str):
 # --------------------------------------------------------------------------------------------
 
 def fresh_array(spec: dict) -> np.ndarray:
-    """The array of an ``$array`` spec, a copy of its own (how arguments are built by default)."""
-    return decode_array(spec).copy()
+    """The array of an ``$array`` spec, a copy of its own in the spec's layout (the default)."""
+    return decode_array(spec)
 
 
 def build_argument(spec, make_array=fresh_array):
@@ -131,7 +154,7 @@ def build_argument(spec, make_array=fresh_array):
         return [build_argument(s, make_array) for s in spec]
     if isinstance(spec, dict):
         if "$array" in spec:
-            return make_array(spec["$array"])
+            return make_array(spec["$array"])  # fresh every call, in the case's own layout
         if "$tensor" in spec:
             import torch
             return torch.from_numpy(build_argument(spec["$tensor"], make_array))

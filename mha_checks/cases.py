@@ -46,9 +46,9 @@ def _spec(value):
     if isinstance(value, MhaWeights):
         return value.spec()
     if isinstance(value, calling.Tensor):
-        return {"$tensor": calling.encode_array(np.asarray(value))}
+        return {"$tensor": calling.encode_array(np.asarray(value), keep_layout=True)}
     if isinstance(value, np.ndarray):
-        return calling.encode_array(value)
+        return calling.encode_array(value, keep_layout=True)
     if isinstance(value, list):
         return [_spec(v) for v in value]
     return value

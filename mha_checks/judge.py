@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from . import calling
 from .cases import Case
+from .diagnosis import SPECS, Fail, error_fail
 
 
 @dataclass(frozen=True)
@@ -24,14 +25,6 @@ class Verdict:
 
 
 PASSED = Verdict(True, "", None)
-
-
-class Fail(Exception):
-    """Raised inside the judge with the verdict's message and mistake label."""
-
-    def __init__(self, message: str, mistake: str):
-        super().__init__(message)
-        self.message, self.mistake = message, mistake
 
 
 def judge(case: Case, outcome) -> Verdict:
@@ -49,8 +42,7 @@ def judge(case: Case, outcome) -> Verdict:
 
 
 def _judge(case: Case, outcome) -> None:
-    from . import checks  # the per-exercise checks
-    spec = checks.SPECS[case.function]
+    spec = SPECS[case.function]
     call = spec.describe(case)
     if not isinstance(outcome, dict):
         raise Fail(f"{call}: no answer came back.", "no answer")
@@ -62,7 +54,7 @@ def _judge(case: Case, outcome) -> None:
     mutated = outcome.get("mutated") or []
     error = outcome.get("error")
     if error is not None:
-        checks.error_fail(call, case, error if isinstance(error, dict) else {"message": str(error)})
+        error_fail(call, case, error if isinstance(error, dict) else {"message": str(error)}, _sizes(spec, case))
     if "result" not in outcome:
         raise Fail(f"{call}: no answer came back.", "no answer")
     try:
@@ -82,11 +74,11 @@ def _judge(case: Case, outcome) -> None:
     spec.check(case, result, call)
 
 
-def sizes_note(sizes: dict) -> str:
-    if sizes and len(set(sizes.values())) == len(sizes):
-        return (" The sizes here are all different (" + ", ".join(f"{k}={v}" for k, v in sizes.items())
-                + "): code that only works when some of them are equal fails on them.")
-    return ""
+def _sizes(spec, case) -> dict:
+    try:
+        return spec.sizes(case)
+    except Exception:  # noqa: BLE001 - a case whose sizes cannot be read names none
+        return {}
 
 
-__all__ = ["Verdict", "judge", "Case"]
+__all__ = ["Verdict", "judge", "Case", "Fail"]

@@ -107,7 +107,7 @@ def plain(value):
              "out_proj_weight": value.out_proj.weight, "out_proj_bias": value.out_proj.bias}
         return MhaWeights(value.embed_dim, value.num_heads, {k: v.detach().cpu().numpy().copy() for k, v in w.items()})
     if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
-        return calling.Tensor(value.detach().cpu().numpy().copy())
+        return calling.Tensor(value.detach().cpu().numpy().copy(order="K"))  # a transposed view stays one
     if isinstance(value, list):
         return [plain(v) for v in value]
     return value

@@ -105,13 +105,15 @@ class Shared:
         if not isinstance(spec, dict):
             return spec
         if "$array" in spec:
+            order = spec["$array"].get("order")  # a view: its memory laid out in the stored order
             array = calling.decode_array(spec["$array"])
-            data = np.ascontiguousarray(array).tobytes()
+            stored = array if order is None else array.transpose([int(i) for i in order])
+            data = np.ascontiguousarray(stored).tobytes()
             if self.end + len(data) > len(self.memory):
                 raise ValueError(f"a case's arrays exceed the shared memory ({len(self.memory)} bytes)")
             self.memory[self.end:self.end + len(data)] = data
             self.placed.append((name, self.end, data))
-            placed = {"dtype": array.dtype.name, "shape": list(array.shape), "offset": self.end}
+            placed = {"dtype": array.dtype.name, "shape": list(stored.shape), "offset": self.end, "order": order}
             self.end += -(-len(data) // ALIGN) * ALIGN
             return {"$array": placed}
         return {k: self._place(name, v) for k, v in spec.items()}  # $tensor, $mha and its weights
@@ -137,7 +139,8 @@ def child(test: dict, shared: Shared, requests: int, answers: int) -> None:
     def view(spec: dict) -> np.ndarray:
         dtype = np.dtype(spec["dtype"])
         count = int(np.prod(spec["shape"]))
-        return np.frombuffer(memory, dtype, count, spec["offset"]).reshape(spec["shape"])
+        stored = np.frombuffer(memory, dtype, count, spec["offset"]).reshape(spec["shape"])
+        return stored if spec.get("order") is None else stored.transpose(np.argsort(spec["order"]))
 
     namespace, failures = run_cells(JOB["cells"])
     send(answers, {"cells": failures})

@@ -315,7 +315,8 @@ def _plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
                 continue
             plan.append({"student": student, "notebook": name, "path": path and str(path), "key": job_key,
                          "content": content,
-                         "cases": {g.id: hidden_cases(g.id, course_secret.rng(key, course.assignment, name, g.id))
+                         "cases": {g.id: hidden_cases(g.id, course_secret.rng(key, course.assignment, name, g.id,
+                                                                                  student, content))
                                    for g in course.releases[name].grade_cells}})
     return plan, notes
 

@@ -55,6 +55,10 @@ def fingerprint(key: bytes) -> str:
 
 
 def rng(key: bytes, *names: str) -> np.random.Generator:
-    """The random generator of one grade cell: the same for every student, unknowable without the key."""
+    """The random generator named by ``names``, unknowable without the key. The grader names one per
+    grade cell AND submission (assignment, notebook, grade cell, student, sha256 of the notebook's
+    bytes): each student's every submission gets its own hidden inputs, so a leaked draw is worth
+    nothing, and the same submission is always graded on the same ones. Every draw holds every
+    property the cell tests (:mod:`mha_checks.hidden`)."""
     digest = hmac.new(key, "/".join(names).encode(), hashlib.sha256).digest()
     return np.random.default_rng(int.from_bytes(digest, "big"))

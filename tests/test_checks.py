@@ -2,6 +2,7 @@
 the hidden cases, the NumPy reference of exercise 5 against torch, and the visible checks'
 rendering. The catalogues of whole answers are tests/test_catalogue.py."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import torch
 
 from mha_checks import arrays, attention, calling, hidden, visible
 from mha_checks.cases import Case
-from mha_checks.checks import attention_inputs
+from mha_checks.diagnosis.assembly import attention_inputs
 from mha_checks.judge import Verdict, judge
 
 RNG = np.random.default_rng(0)
@@ -160,7 +161,7 @@ def test_a_wrong_product_scale_is_estimated():
     assert "0.25 * x @ w" in v.message
 
 
-@pytest.mark.parametrize("divisor", [3.7, 0.5])
+@pytest.mark.parametrize("divisor", [3.7, 0.3])
 def test_a_wrong_scale_factor_is_fitted(divisor):
     def scaled(q, k, v, mha, causal):
         d_k = q.shape[-1] // mha.num_heads
@@ -226,8 +227,8 @@ def test_a_missing_return_and_not_implemented():
 @pytest.mark.parametrize("cross, causal", [(False, False), (False, True), (True, False), (True, True)])
 def test_the_numpy_reference_is_torchs_forward(cross, causal):
     case = mha_case(cross, causal)
-    mha = calling.guarded_mha(case.args[3].spec()["$mha"])
-    q, k, v = (torch.from_numpy(np.asarray(a)) for a in case.args[:3])
+    mha = calling.guarded_mha(case.args[3].spec()["$mha"]).double()  # the maths compared in float64
+    q, k, v = (torch.from_numpy(np.asarray(a, dtype=np.float64)) for a in case.args[:3])
     mask = ~torch.ones(q.shape[1], k.shape[1], dtype=torch.bool).tril() if causal else None
     with torch.no_grad():
         want = torch.nn.MultiheadAttention.forward(mha, q, k, v, attn_mask=mask, average_attn_weights=False)
@@ -243,7 +244,7 @@ def test_hidden_cases_have_all_different_sizes_and_follow_the_seed(grade_id):
     cases = hidden.hidden_cases(grade_id, np.random.default_rng(5))
     again = hidden.hidden_cases(grade_id, np.random.default_rng(5))
     assert cases and len(cases) == len(again)
-    from mha_checks.checks import SPECS
+    from mha_checks.diagnosis import SPECS
     for case, other in zip(cases, again):
         sizes = SPECS[case.function].sizes(case)
         if case.function == "multi_head_attention" and sizes["T_q"] == sizes["T_k"]:
@@ -331,3 +332,120 @@ def test_a_name_error_in_the_students_function_is_reported_with_its_line():
                  "<cell split_heads>", "exec"), ns)
     v = verdict(ns["split_heads"], split_case())
     assert "raised NameError (line 3 of your cell): name 'B' is not defined" in v.message
+
+
+# --- a catalogued cause is named only where it reproduces the numbers ----------------------------------
+
+LABELS = {s.label: s.key for s in attention.SWITCHES}
+
+
+def named_causes(mistake: str) -> list[frozenset]:
+    """The catalogued causes a verdict names: each alternative (" or ") as its set of switches (" + ")."""
+    text = mistake.split(": ", 1)[1]
+    options = [[LABELS.get(label) for label in option.split(" + ")] for option in text.split(" or ")]
+    return [frozenset(keys) for keys in options if None not in keys]
+
+
+@pytest.mark.parametrize("switch", attention.SWITCHES, ids=lambda s: s.key)
+def test_a_catalogued_cause_is_named_only_where_it_reproduces_the_numbers(switch):
+    assert not any(" or " in s.label or " + " in s.label for s in attention.SWITCHES)
+    judged_any = False
+    for grade_id in ("test_mha_self_attention", "test_mha_causal", "test_mha_cross"):
+        for case in hidden.hidden_cases(grade_id, np.random.default_rng(11)):
+            inp = attention_inputs(case)
+            try:
+                got = attention.forward(inp, frozenset({switch.key}))
+            except Exception:  # noqa: BLE001 - a mistake that cannot run on this case
+                continue
+            right = attention.forward(inp)
+            if all(arrays.all_close(g, r, 1e-5) for g, r in zip(got, right)):
+                continue  # the mistake changes nothing here
+            v = judge(case, {"result": calling.encode(tuple(got)), "mutated": []})
+            causes = named_causes(v.mistake)
+            assert not v.passed and frozenset({switch.key}) in causes, (switch.key, v.mistake)
+            for keys in causes:  # every cause named gives exactly this answer on this case
+                assert all(arrays.all_close(g, a, 1e-5) for g, a in zip(got, attention.forward(inp, keys))), keys
+            judged_any = True
+    assert judged_any or switch.key in {"heads_averaged", "mask_square"}  # these raise wherever they differ
+
+
+# --- the samples of issue 15: what used to be named wrongly ---------------------------------------------
+
+def case_where(cross: bool, causal: bool, **sizes) -> Case:
+    """A hidden-style case of exercise 5 whose sizes include ``sizes``."""
+    rng = np.random.default_rng(0)
+    while True:
+        case = hidden.mha_case(rng, cross, causal)
+        if all(attention_inputs(case).sizes[k] == v for k, v in sizes.items()):
+            return case
+
+
+def test_k_q_transposed_in_self_attention_names_both_causes_the_numbers_fit():
+    def k_q(q, k, v, mha, causal):
+        return _divided(k, q, v, mha, causal, math.sqrt(q.shape[-1] // mha.num_heads))  # k q^T with k's own weights
+    case = mha_case(cross=False, causal=False)
+    inp = attention_inputs(case)
+    v = judge(case, {"result": calling.encode(attention.forward(inp, frozenset({"scores_transposed"}))), "mutated": []})
+    assert "K Q^T" in v.message and "each other's weights" in v.message and "fit 2 known mistakes" in v.message
+    assert k_q is not None
+
+
+def test_a_batch_laid_end_to_end_is_observed_not_told_to_mask_before_the_softmax():
+    def end_to_end(query, key, value, mha, causal):
+        b, t, d = query.shape
+        out, w = reference_mha(*(x.reshape(1, b * t, d) for x in (query, key, value)), mha, causal)
+        blocks = torch.stack([w[0, :, i * t:(i + 1) * t, i * t:(i + 1) * t] for i in range(b)])  # (B, h, T, T)
+        return out.reshape(b, t, d), blocks
+    v = verdict(end_to_end, mha_case(cross=False, causal=True, check="weights"))
+    assert "Batch element 0 is right" in v.message and "after the softmax" not in v.message
+
+
+def test_values_weighted_by_the_scores_are_named_not_a_mask_question():
+    def by_scores(q, k, v, mha, causal):
+        out, w = reference_mha(q, k, v, mha, causal)
+        d, h = q.shape[-1], mha.num_heads
+        w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+        b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
+        split = lambda x, w_, b_: torch.nn.functional.linear(x, w_, b_).unflatten(-1, (h, d // h)).transpose(1, 2)  # noqa
+        scores = torch.log(w) + 0 * w  # the masked scores up to a constant per row would differ: use the real ones
+        qq, kk, vv = split(q, w_q, b_q), split(k, w_k, b_k), split(v, w_v, b_v)
+        scores = qq @ kk.transpose(-2, -1) / math.sqrt(d // h)
+        if causal:
+            scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+        concat = (scores @ vv).transpose(1, 2).flatten(2)
+        return torch.nn.functional.linear(concat, mha.out_proj.weight, mha.out_proj.bias), w
+    v = verdict(by_scores, mha_case(cross=False, causal=True))
+    assert "values weighted by the scores" in v.message and "does a mask hide" not in v.message
+
+
+def test_a_rounded_scale_is_written_with_the_digits_that_tell_it_apart():
+    case = case_where(cross=False, causal=False, d_k=3)
+    v = verdict(lambda q, k, val, mha, c: _divided(q, k, val, mha, c, 1.732), case)
+    assert "divided by 1.732, not by sqrt(d_k) = 1.7321" in v.message
+
+
+def test_a_zero_scale_is_named_by_its_uniform_weights():
+    v = verdict(lambda q, k, val, mha, c: _divided(q, k, val, mha, c, math.inf), mha_case(cross=True, causal=True))
+    assert "multiplied by 0" in v.mistake and "projection" not in v.message
+
+
+def test_an_error_states_the_calls_facts_and_labels_no_number_by_its_value():
+    def square_mask(q, k, v, mha, causal):
+        t_q = q.shape[1]
+        mask = ~torch.ones(t_q, t_q, dtype=torch.bool).tril()
+        out, w = reference_mha(q, k, v, mha, False)
+        return out, w.masked_fill(mask, 0.0)
+    case = case_where(cross=True, causal=True)
+    v = verdict(square_mask, case)
+    assert "This call is causal cross-attention" in v.message and "built for" not in v.message
+    assert not re.search(r"\d+ = (d_k|T|B|h)\b", v.message.split("This call is")[0])
+
+    def assert_square(q, k, v, mha, causal):
+        assert q.shape[1] == k.shape[1]
+    v = verdict(assert_square, case)
+    assert v.mistake.endswith("assert fails on causal cross-attention (T_q != T_k)")
+
+    def stale(q, k, v, mha, causal):
+        raise RuntimeError(f"shape '[{q.shape[0]}, 5]' is invalid for input of size 7")
+    v = verdict(stale, mha_case(cross=False, causal=True))
+    assert "This call's sizes:" in v.message and "Here" not in v.message

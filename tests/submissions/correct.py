@@ -315,4 +315,43 @@ CORRECT = [
               "    out = F.linear((weights @ v).transpose(1, 2).flatten(2), mha.out_proj.weight, mha.out_proj.bias)\n"
               "    import numpy as np\n    pair = np.empty(2, dtype=object)\n    pair[0], pair[1] = out.detach().numpy(), weights.detach().numpy()\n"
               "    return pair\n"),
+    # --- issue 15: styles no change of the checks may refuse (the first three wait for issue 14's rule) ---
+    Correct("c51_merge_as_strided_import", M, "merge_heads",
+            "from numpy.lib.stride_tricks import as_strided\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"
+            "    sb, sh, st, sd = x.strides\n"
+            "    return as_strided(x, shape=(b, t, h, d_v), strides=(sb, st, sh, sd)).reshape(b, t, h * d_v)\n"),
+    Correct("c52_project_logging_decorator", P, "project",
+            "import functools\n\ndef logged(fn):\n    @functools.wraps(fn)\n    def inner(*args, **kwargs):\n"
+            "        inner.calls.append(fn.__name__)\n        return fn(*args, **kwargs)\n"
+            "    inner.calls = []\n    return inner\n\n@logged\ndef project(x, w, b=None):\n    out = x @ w\n"
+            "    return out if b is None else out + b\n"),
+    Correct("c53_mha_module_super_class_self", A, MHA,
+            "class Heads(torch.nn.Module):\n    def __init__(self, h):\n        super(Heads, self).__init__()\n"
+            "        self.h = h\n\n    def forward(self, x):\n        b, t, d = x.shape\n"
+            "        return x.reshape(b, t, self.h, d // self.h).transpose(1, 2)\n\n"
+            + _HEAD + _PROJ
+            + "    heads = Heads(h)\n"
+              "    q, k, v = heads(F.linear(query, w_q, b_q)), heads(F.linear(key, w_k, b_k)), heads(F.linear(value, w_v, b_v))\n"
+              "    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)\n"
+              "    if causal:\n        scores = scores.masked_fill(torch.ones(scores.shape[-2:]).triu(1).bool(), float('-inf'))\n"
+              "    weights = scores.softmax(-1)\n"
+              "    concat = (weights @ v).transpose(1, 2).flatten(2)\n"
+              "    return F.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
+    Correct("c54_merge_as_strided_attribute", M, "merge_heads",
+            "def merge_heads(x):\n    b, h, t, d_v = x.shape\n    sb, sh, st, sd = x.strides\n"
+            "    view = np.lib.stride_tricks.as_strided(x, shape=(b, t, h, d_v), strides=(sb, st, sh, sd))\n"
+            "    return view.reshape(b, t, h * d_v)\n"),
+    Correct("c55_per_head_heads_view", O, "output_projection_per_head",
+            "def output_projection_per_head(heads, w_o, b_o=None):\n    b, h, t, d_v = heads.shape\n"
+            "    out = np.einsum('bhtv,hvo->bto', heads, w_o.reshape(h, d_v, -1))\n"
+            "    return out if b_o is None else out + b_o\n"),
+    Correct("c56_mha_query_view_reshape", A, MHA, _HEAD + _PROJ
+            + "    q, k, v = (F.linear(x, w, b) for x, w, b in ((query, w_q, b_q), (key, w_k, b_k), (value, w_v, b_v)))\n"
+              "    q, k, v = (t.reshape(t.shape[0], t.shape[1], h, d_k).permute(0, 2, 1, 3) for t in (q, k, v))\n"
+              "    scores = torch.einsum('bhqd,bhkd->bhqk', q, k) / math.sqrt(d_k)\n"
+              "    if causal:\n        scores = scores.masked_fill(torch.ones(scores.shape[-2:]).triu(1).bool(), float('-inf'))\n"
+              "    weights = scores.softmax(-1)\n"
+              "    concat = torch.einsum('bhqk,bhkd->bqhd', weights, v).reshape(query.shape)\n"
+              "    return F.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
 ]
+AWAITING_RULE = {"c51_merge_as_strided_import", "c52_project_logging_decorator", "c53_mha_module_super_class_self"}

@@ -39,6 +39,21 @@ ALL_MHA = {"test_mha_shapes": 1, "test_mha_weights": 1, "test_mha_self_attention
            "test_mha_cross": 1}
 VALUES_MHA = {"test_mha_self_attention": 1, "test_mha_causal": 1, "test_mha_cross": 1}
 MASKED = {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1}
+_HEADS_LOOP = (  # exercise 5 with the heads in a loop: a base for mutants that lose or add something per head
+    "def multi_head_attention(query, key, value, mha, causal=False):\n"
+    "    h = mha.num_heads\n    d_k = query.shape[-1] // h\n"
+    "    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)\n    b_q, b_k, b_v = mha.in_proj_bias.chunk(3)\n"
+    "    q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)\n"
+    "    outs, weights = [], []\n"
+    "    for i in range(h):\n"
+    "        cols = slice(i * d_k, (i + 1) * d_k)\n"
+    "        scores = q[..., cols] @ k[..., cols].transpose(-2, -1) / math.sqrt(d_k)\n"
+    "        if causal:\n"
+    "            scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), float('-inf'))\n"
+    "        w = torch.softmax(scores, dim=-1)\n"
+    "        outs.append(w @ v[..., cols])\n        weights.append(w)\n"
+    "    concat = torch.cat(outs, dim=-1)\n    out = F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)\n"
+    "    return out, torch.stack(weights, dim=1)\n")
 
 MUTANTS = [
     # --- 1. projections ---------------------------------------------------------------------
@@ -125,7 +140,7 @@ MUTANTS = [
     Mutant("m30_kv_from_query", A, MHA, {"test_mha_shapes": 1, "test_mha_cross": 1},
            "keys and values computed from the query", False,
            edit=("split(key, w_k, b_k), split(value, w_v, b_v)", "split(query, w_k, b_k), split(query, w_v, b_v)")),
-    Mutant("m31_mask_square", A, MHA, {"test_mha_cross": 1}, "causal mask built for T_q x T_q", False,
+    Mutant("m31_mask_square", A, MHA, {"test_mha_cross": 1}, "This call is causal cross-attention", False,
            edit=("torch.ones(t_q, t_k,", "torch.ones(t_q, t_q,")),
     Mutant("m32_heads_averaged", A, MHA, ALL_MHA, "heads averaged instead of concatenated", False,
            edit=("(weights @ v).transpose(1, 2).reshape(batch, t_q, d_model)", "(weights @ v).mean(1)")),
@@ -347,7 +362,7 @@ MUTANTS = [
     Mutant("m92_mha_mask_bottom_right", A, MHA, {"test_mha_cross": 1}, "the bottom-right alignment", False,
            edit=(".tril()", ".tril(t_k - t_q)")),
     Mutant("m94_split_along_time", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
-           "split along time instead of features", False,
+           "split along", False,
            code="def split_heads(x, num_heads):\n    return np.stack(np.split(x, num_heads, axis=1), axis=1)\n"),
     Mutant("m95_merge_fortran_reshape", M, "merge_heads", {"test_merge_heads_values": 1},
            "merged in the wrong axis order", False,
@@ -384,4 +399,36 @@ MUTANTS = [
     Mutant("m109_out_float16_inside", O, "output_projection",
            {"test_output_projection_values": 1, "test_output_projection_bias": 1}, "as if computed in float16", False,
            edit=("out = x @ w_o ", "out = (x.astype(np.float16) @ w_o.astype(np.float16)).astype(np.float32) ")),
+    # --- issue 15: mistakes named by what the numbers show --------------------------------------------
+    Mutant("m110_per_head_head_left_out", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
+           "Heads left out of the sum", False, edit=("for i in range(heads.shape[1]))", "for i in range(1, heads.shape[1] - 1))")),
+    Mutant("m111_per_head_never_summed", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
+           "never summed", False,
+           code="def output_projection_per_head(heads, w_o, b_o=None):\n    d_v = heads.shape[-1]\n"
+                "    out = np.stack([heads[:, i] @ w_o[i * d_v:(i + 1) * d_v] for i in range(heads.shape[1])], axis=1)\n"
+                "    return out if b_o is None else out + b_o\n"),
+    Mutant("m112_mha_head_left_out", A, MHA, ALL_MHA, "heads left out", False,
+           code=_HEADS_LOOP.replace("range(h)", "range(1, h - 1)")),
+    Mutant("m113_mha_out_bias_per_head", A, MHA, VALUES_MHA, "the output bias added once per head", False,
+           code=_HEADS_LOOP.replace("    concat = torch.cat(outs, dim=-1)\n    out = F.linear(concat, mha.out_proj.weight, "
+                                    "mha.out_proj.bias)\n",
+                                    "    out = sum(F.linear(o, mha.out_proj.weight[:, i * d_k:(i + 1) * d_k], "
+                                    "mha.out_proj.bias) for i, o in enumerate(outs))\n")),
+    Mutant("m114_mha_biases_interleaved", A, MHA, VALUES_MHA, "split along the wrong axis", False,
+           edit=("b_q, b_k, b_v = mha.in_proj_bias.chunk(3)", "b_q, b_k, b_v = mha.in_proj_bias.reshape(-1, 3).unbind(-1)")),
+    Mutant("m115_mha_scores_k_q", A, MHA, {"test_mha_shapes": 1, **VALUES_MHA}, "K Q^T instead of Q K^T", False,
+           edit=("scores = q @ k.transpose(-2, -1)", "scores = k @ q.transpose(-2, -1)")),
+    Mutant("m116_mha_values_by_scores", A, MHA, VALUES_MHA, "values weighted by the scores", False,
+           edit=("concat = (weights @ v)", "concat = (scores @ v)")),
+    Mutant("m117_mha_scale_floor_division", A, MHA, VALUES_MHA, "multiplied by 0", False,
+           edit=("/ math.sqrt(d_k)", "* (1 // math.sqrt(d_k))")),
+    Mutant("m118_project_np_inner", P, "project", {"test_project_values": 1, "test_project_bias": 1}, "np.inner",
+           False, edit=("out = x @ w ", "out = np.inner(x, w) ")),
+    Mutant("m119_mha_assert_square_mask", A, MHA, {"test_mha_cross": 1}, "assert fails on causal cross-attention",
+           False, edit=("    if causal:\n", "    if causal:\n        assert t_q == t_k, 'a causal mask is square'\n")),
+    Mutant("m120_merge_as_strided_assumes_contiguous", M, "merge_heads", {"test_merge_heads_values": 1},
+           "wrong values", False,
+           code="def merge_heads(x):\n    b, h, t, d_v = x.shape\n    s = x.itemsize\n"
+                "    view = np.lib.stride_tricks.as_strided(x, shape=(b, t, h, d_v), strides=(h * t * d_v * s, d_v * s, "
+                "t * d_v * s, s))\n    return view.reshape(b, t, h * d_v)\n"),
 ]
