@@ -1,3 +1,8 @@
+import signal
+
 from .cli import main
 
-raise SystemExit(main())
+code = main()
+for stop in (signal.SIGINT, signal.SIGTERM):  # the run is over: the exit handlers (fork servers) finish quietly
+    signal.signal(stop, signal.SIG_IGN)
+raise SystemExit(code)

@@ -16,6 +16,7 @@ from . import run, secret
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command that resumes a stopped run
     if args.command == "secret":
         try:
             print(f"Created the course secret {secret.create(args.force)} (keep it; never commit it).")

@@ -243,4 +243,30 @@ def program(release: Release, nb: dict) -> Program:
             student.append({"label": f"cell {i + 1}", "source": definitions})
     prog.missing = [s for s in release.solutions if s not in found]
     prog.cells += student
+    prog.notes += tampering(release, nb)
     return prog
+
+
+def tampering(release: Release, nb: dict) -> list[str]:
+    """Notes on read-only and test cells the student deleted, edited or added (the release's own are
+    used whatever the notebook holds; these notes flag the student for the instructor)."""
+    given = {nbgrader_meta(c)["grade_id"]: source(c).strip() for c in release.cells
+             if nbgrader_meta(c).get("locked") or nbgrader_meta(c).get("grade")}
+    by_source = {text: gid for gid, text in given.items()}  # a cell that lost its metadata, unchanged
+    seen, edited, extra = set(), [], []
+    for cell in nb["cells"]:
+        meta, text = nbgrader_meta(cell), source(cell).strip()
+        gid = meta.get("grade_id") or by_source.get(text)
+        if gid in given and gid not in seen:
+            seen.add(gid)
+            if text != given[gid]:
+                edited.append(gid)
+        elif meta.get("grade") or gid in given:
+            extra.append(str(gid)[:60])
+    deleted = sorted({g.id for g in release.grade_cells} - seen)
+    notes = []
+    for what, ids in (("Test cells deleted", deleted), ("Read-only cells edited", edited),
+                      ("Extra or repeated test cells", extra)):
+        if ids:
+            notes.append(f"{what} (the release's own are used): {', '.join(ids[:10])}.")
+    return notes

@@ -1,74 +1,282 @@
-"""One grading run: plan the jobs, run them on W workers (threads here, or Dask), record each
-result as it arrives, then print the summary and write the class's tables."""
-import concurrent.futures as cf
+"""One grading run: plan the jobs, hand them to a backend (execute.Threads here, or cluster.Dask), record
+each result as it arrives, then print the summary and write the class's tables.
+
+This is the room that plans and records; the backends execute (arrows point one way: run -> execute,
+run -> cluster -> execute). A run holds the course's lock (lock.py) from start to end. It stops when
+told: ctrl-C (SIGINT) or SIGTERM while it waits cancels the jobs not started and ends the running
+sandboxes; a signal that arrives while a result is being recorded takes effect once that record is
+complete. A result that cannot be recorded (the database is unreachable, the disk is full) stops the
+run the same way. Either way one line says what was graded and the command that resumes: a
+notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
+"""
+import errno
 import os
+import shlex
+import shutil
+import signal
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from mha_checks.hidden import hidden_cases
+from sqlalchemy.exc import DBAPIError
 
-from . import course as course_mod, feedback, judging, notebooks, report, sandbox
+from . import course as course_mod, execute, feedback, notebooks, report, sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter
+from .lock import CourseLock, Held
 
-RETRIES = 2
 MATHJAX = Path(__file__).resolve().parents[1] / ".cache" / "site-extra" / "mathjax"  # made by `make book`
+EXIT_FAILED, EXIT_MISSING, EXIT_NO_ISOLATION, EXIT_LOCKED, EXIT_NOT_RECORDED, EXIT_WORKERS = 1, 2, 3, 4, 5, 6
 
 
-class InfraError(RuntimeError):
-    """The sandbox itself failed (not the student's code): the job is tried again."""
+class Stopped(BaseException):
+    """A stop signal (SIGINT, SIGTERM) arrived: raised only where the run waits, never mid-record."""
+
+
+class Stop:
+    """SIGINT and SIGTERM ask the run to stop. Raised as Stopped inside ``waiting()``, remembered
+    elsewhere (``check()`` raises it at the next safe point); a second signal changes nothing."""
+
+    def __init__(self):
+        self.signal: int | None = None
+        self.safe = False
+
+    @contextmanager
+    def installed(self):
+        previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield self
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    def _handle(self, signum, frame) -> None:
+        first, self.signal = self.signal is None, self.signal or signum
+        if first and self.safe:
+            self.safe = False
+            raise Stopped()
+
+    @contextmanager
+    def waiting(self):
+        self.check()
+        self.safe = True
+        try:
+            yield
+        finally:
+            self.safe = False
+
+    def check(self) -> None:
+        if self.signal is not None:
+            raise Stopped()
+
+    def name(self) -> str:
+        return {signal.SIGINT: "ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}.get(self.signal, "a signal")
+
+
+class NotRecorded(RuntimeError):
+    """A result could not be recorded; the message is one sentence saying why."""
 
 
 def grade(args) -> int:
-    try:
-        key = course_secret.load()
-    except course_secret.NoSecret as err:
-        print(err, file=sys.stderr)
-        return 2
+    stop = Stop()
+    resume = "python -m mha_grader " + shlex.join(getattr(args, "argv", None) or sys.argv[1:])
+    with stop.installed():
+        try:
+            key = course_secret.load()
+        except course_secret.NoSecret as err:
+            print(err, file=sys.stderr)
+            return EXIT_MISSING
+        if not Path(args.course).is_dir():
+            print(f"No course folder at {args.course}: give the folder that holds exercises/ and submitted/ "
+                  "with --course.", file=sys.stderr)
+            return EXIT_MISSING
+        try:
+            with CourseLock(Path(args.course), resume) as lock:
+                if lock.stale_note():
+                    print(lock.stale_note(), file=sys.stderr)
+                return _grade(args, key, stop, resume)
+        except Held as err:
+            print(err, file=sys.stderr)
+            return EXIT_LOCKED
+        except Stopped:
+            print(f"Stopped by {stop.name()} before grading began; nothing was recorded. Resume with: {resume}",
+                  file=sys.stderr)
+            return 128 + stop.signal
+
+
+def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
     root = Path(args.course)
     if args.unsafe_no_sandbox:
         print("WARNING: --unsafe-no-sandbox: student code runs with YOUR rights, can read the solutions, the "
               "secret and the gradebook, and can change them. Never use it on real submissions.", file=sys.stderr)
     else:
-        if not args.scheduler:  # the jobs run here: torch's server (seconds) starts while the probe runs
-            sandbox.start_servers()
-        problems = isolation_problems(root)
+        with stop.waiting():
+            if not args.scheduler:  # the jobs run here: torch's server (seconds) starts while the probe runs
+                sandbox.start_servers()
+            problems = isolation_problems(root)
         if problems:
             print("Refusing to grade: the sandbox does not isolate student code on this machine:\n  "
                   + "\n  ".join(problems) + "\n(See the README's instructor section; --unsafe-no-sandbox "
                   "exists for testing your own notebooks only.)", file=sys.stderr)
-            return 3
-    course = course_mod.Course(root, args.assignment, args.db_url)
-    plan, notes = _plan(course, key, args)
-    writer = GradebookWriter(course.db_url, course.assignment)
-    feedback.copy_mathjax(MATHJAX, course.root / "feedback")
+            return EXIT_NO_ISOLATION
+    with stop.waiting():
+        course = course_mod.Course(root, args.assignment, args.db_url)
+        plan, notes = _plan(course, key, args)
+    try:
+        writer = GradebookWriter(course.db_url, course.assignment)
+        feedback.copy_mathjax(MATHJAX, course.root / "feedback")
+    except Exception as err:  # noqa: BLE001 - said in one sentence, see _not_recorded
+        print(f"Grading did not start: {_not_recorded(err, course)}. Rerun: {resume}", file=sys.stderr)
+        return EXIT_NOT_RECORDED
+    try:
+        return _run(args, course, plan, notes, writer, stop, resume)
+    finally:
+        _close_quietly(writer)
+
+
+def _run(args, course, plan: list[dict], notes: list[str], writer, stop: Stop, resume: str) -> int:
+    """Execute the plan, recording each result as it arrives; stop cleanly when told or when recording fails."""
+    limits = sandbox.Limits(test_s=args.test_seconds, test_cpu_s=max(1, int(args.test_seconds)),
+                            notebook_s=args.notebook_seconds)
     results, failed, recording = [], [], 0.0
     progress = report.Progress(len(plan))
+    backend = None
     try:
-        for job, result in _execute(plan, args, course, key):
-            if result is None:
+        with stop.waiting():
+            backend = _backend(args, course, limits)
+            backend.start(plan)
+        arrivals = backend.results()
+        while True:
+            with stop.waiting():
+                arrival = next(arrivals, None)
+            if arrival is None:
+                break
+            job, result = arrival
+            start = time.monotonic()
+            if "failed" not in result:
+                result = _record_or_stop(course, writer, job, result)
+            recording += time.monotonic() - start
+            if "failed" in result:
+                job["error"] = result["failed"]
                 failed.append(job)
             else:
-                start = time.monotonic()
-                try:
-                    _record(course, writer, job, result)
-                    results.append((job, result))
-                except Exception as err:  # noqa: BLE001 - one notebook's result never ends the run
-                    job["error"] = f"recording failed: {type(err).__name__}: {str(err)[:200]}"
-                    failed.append(job)
-                recording += time.monotonic() - start
+                results.append((job, result))
             progress.step()
-    finally:
-        writer.close()
+            stop.check()
+        notes += backend.notes()
+    except Stopped:
+        _stopped(backend, progress, f"Stopped by {stop.name()}", results, plan, resume)
+        backend = None
+        return 128 + stop.signal
+    except NotRecorded as err:
+        _stopped(backend, progress, f"Grading stopped: {err}", results, plan, resume)
+        backend = None
+        return EXIT_NOT_RECORDED
+    except execute.WrongVersion as err:
         progress.done()
+        print(err, file=sys.stderr)
+        return EXIT_WORKERS
+    finally:
+        if backend is not None:
+            if len(results) + len(failed) < len(plan):  # an unexpected error: nothing keeps running
+                backend.stop()
+            backend.close()
+    progress.done()
+    notes += _changed_during_the_run(results)
     seconds = progress.elapsed()
-    report.summary(course, results, failed, notes)
+    try:
+        report.summary(course, results, failed, notes)
+    except OSError as err:
+        print(f"The summary was not written: {_not_recorded(err, course)}. Every grade is recorded; rerun to "
+              f"write the tables: {resume}", file=sys.stderr)
+        return EXIT_NOT_RECORDED
     if results:  # recording is the one serial part of a run: with many workers, this process must keep up
         print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording (gradebook, feedback) "
               f"in this process: {recording:.1f} s, {recording / len(results) * 1000:.0f} ms per notebook.")
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else 0
+
+
+def _backend(args, course, limits: sandbox.Limits):
+    if args.scheduler:
+        from . import cluster
+        return cluster.Dask(args.scheduler, args.workers, course.releases, limits, args.unsafe_no_sandbox)
+    return execute.Threads(course.releases, args.workers, limits, args.unsafe_no_sandbox)
+
+
+def _stopped(backend, progress, why: str, results: list, plan: list[dict], resume: str) -> None:
+    """End the jobs, then the one line: what was graded, and how to resume."""
+    running = backend.stop() if backend is not None else 0
+    if backend is not None:
+        backend.close()
+    progress.done()
+    left = len(plan) - len(results)
+    print(f"{why}. This run graded and recorded {len(results)} of {len(plan)} notebook(s); "
+          f"{left} were not (of them {running} were running and were ended; nothing half-done is kept). "
+          f"Resume with: {resume}", file=sys.stderr, flush=True)
+
+
+def _record_or_stop(course, writer, job: dict, result: dict) -> dict:
+    """Record ``result``; raises NotRecorded when the gradebook or the disk fails (the run stops), and
+    turns any other error (a bug, on this notebook's data) into this notebook's failure: the run goes on."""
+    try:
+        _record(course, writer, job, result)
+    except (OSError, DBAPIError) as err:
+        _unrecord(course, job)
+        raise NotRecorded(_not_recorded(err, course)) from err
+    except Exception as err:  # noqa: BLE001 - not stamped: the next run grades it again
+        _unrecord(course, job)
+        return {"failed": f"its result could not be recorded ({execute.sentence(err)}); this is a bug in the grader"}
+    return result
+
+
+def _unrecord(course, job: dict) -> None:
+    """Remove what a failed record wrote before the stamp (a result file, a page cut short): nobody reads a
+    half-done record; its grades, already committed, are the ones the next run writes again."""
+    student, name = job["student"], job["notebook"]
+    for path in (report.result_path(course, student, name), course.folder("feedback", student) / f"{name}.html",
+                 course.folder("autograded", student) / f"{name}.ipynb"):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def _not_recorded(err: BaseException, course) -> str:
+    """Why a result could not be recorded, as one plain sentence (no traceback)."""
+    from sqlalchemy.engine import make_url
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"the disk that holds {err.filename or _fullest(course)} is full"
+    if isinstance(err, OSError):
+        return f"{err.filename or 'a file of the course'} could not be written ({err.strerror or err})"
+    if isinstance(err, DBAPIError):
+        first = str(err.orig).strip().splitlines()[0] if str(err.orig).strip() else type(err.orig).__name__
+        where = make_url(course.db_url).render_as_string(hide_password=True)
+        return f"the gradebook database {where} is unreachable or refused the write ({first})"
+    return f"recording failed ({execute.sentence(err)})"
+
+
+def _fullest(course) -> Path:
+    """Of the folders a run writes to, the one with the least room left (a write that filled its disk)."""
+    folders = [f for f in (course.root / "feedback", course.root / "autograded", course.root) if f.is_dir()]
+    return min(folders, key=lambda f: shutil.disk_usage(f).free)
+
+
+def _close_quietly(writer) -> None:
+    """Close the gradebook; a database that went away is already reported."""
+    try:
+        writer.close()
+    except Exception:  # noqa: BLE001 - nothing left to save
+        pass
+
+
+def _changed_during_the_run(results: list) -> list[str]:
+    """Notes for the notebooks handed in again after they were planned: graded as they were; the next run
+    grades the new version (its stamp holds the old content's key)."""
+    return [f"{job['student']}/{job['notebook']}: changed during the run; the next run grades it"
+            for job, _ in results if job.get("path") and notebooks.fingerprint(Path(job["path"])) != job["content"]]
 
 
 def isolation_problems(course: Path) -> list[str]:
@@ -106,61 +314,11 @@ def _plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
             if stamps.get(name) == job_key and not args.force:
                 continue
             plan.append({"student": student, "notebook": name, "path": path and str(path), "key": job_key,
+                         "content": content,
                          "cases": {g.id: hidden_cases(g.id, course_secret.rng(key, course.assignment, name, g.id,
                                                                                   student, content))
                                    for g in course.releases[name].grade_cells}})
     return plan, notes
-
-
-def read(job: dict) -> tuple[dict | None, str]:
-    """(the job's notebook, decoded, or None, why not): read when it is graded, never all at once."""
-    if "nb" in job:  # read by the coordinating process for a worker that has no course folder
-        return job["nb"], job["reason"]
-    if not job["path"]:
-        return None, "was not handed in"
-    nb, _, reason = notebooks.read_submission(Path(job["path"]))
-    return nb, reason
-
-
-def loaded(job: dict) -> dict:
-    """The job with its notebook decoded (for a worker elsewhere)."""
-    nb, reason = read(job)
-    return {**job, "nb": nb, "reason": reason}
-
-
-def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
-    """One notebook, on any worker. Raises InfraError when the sandbox failed (Dask retries it)."""
-    nb, reason = read(job)
-    result = judging.grade_notebook(release, nb, reason, job["cases"], limits, unsafe)
-    if result["status"] == "infra":
-        raise InfraError("; ".join(result["notes"]) or "the sandbox returned nothing")
-    return result
-
-
-def _execute(plan: list[dict], args, course, key):
-    """Yield (job, result or None) as jobs finish; infrastructure failures are retried."""
-    limits = sandbox.Limits(test_s=args.test_seconds, test_cpu_s=max(1, int(args.test_seconds)),
-                            notebook_s=args.notebook_seconds)
-    unsafe = args.unsafe_no_sandbox
-    if args.scheduler:
-        from . import cluster
-        yield from cluster.execute(plan, course, args, limits, RETRIES)
-        return
-    with cf.ThreadPoolExecutor(max(1, args.workers)) as pool:
-        def attempt(job):
-            for tries in range(RETRIES + 1):
-                try:
-                    return grade_job(course.releases[job["notebook"]], job, limits, unsafe)
-                except Exception as err:  # noqa: BLE001 - the sandbox or a grader bug: retried, then reported
-                    job["error"] = f"{type(err).__name__}: {err}"
-                    time.sleep(0.5 * (tries + 1))
-                except Exception as err:  # noqa: BLE001 - a grader bug: reported, the batch goes on
-                    job["error"] = f"{type(err).__name__}: {err}"
-                    return None
-            return None
-        futures = {pool.submit(attempt, job): job for job in plan}
-        for future in cf.as_completed(futures):
-            yield futures[future], future.result()
 
 
 def _record(course, writer, job: dict, result: dict) -> None:
@@ -168,7 +326,7 @@ def _record(course, writer, job: dict, result: dict) -> None:
     student, name = job["student"], job["notebook"]
     writer.record(student, name, result["tests"])
     report.save(course, student, name, result)
-    nb, _ = read({k: v for k, v in job.items() if k != "nb"})  # read again, one at a time
+    nb, _ = execute.read({k: v for k, v in job.items() if k != "nb"})  # read again, one at a time
     feedback.write(course.folder("feedback", student), course.folder("autograded", student),
                    course.releases[name], nb if result["status"] == "graded" else None, result, student)
     course.stamp(student, name, job["key"])

@@ -98,6 +98,51 @@ class SandboxUnavailable(RuntimeError):
     """Isolation does not work on this machine; the message says what failed."""
 
 
+class Ended(RuntimeError):
+    """The job was not started, or was killed, because grading is stopping (end_all)."""
+
+
+_RUNNING: dict[int, object] = {}  # the jobs running in this process: id -> how to end it (a callable)
+_RUNNING_LOCK = threading.Lock()
+_REFUSING = False
+
+
+def end_all(refuse_new: bool = True) -> int:
+    """End every job this process is running now (its namespace goes with it); with ``refuse_new``,
+    every later run() raises Ended. Returns how many jobs were ended."""
+    global _REFUSING
+    with _RUNNING_LOCK:
+        _REFUSING = _REFUSING or refuse_new
+        enders = list(_RUNNING.values())
+    for end in enders:
+        end()
+    return len(enders)
+
+
+def accept_new() -> None:
+    """Start sandboxes again after end_all(refuse_new=True) (a new run in the same process)."""
+    global _REFUSING
+    with _RUNNING_LOCK:
+        _REFUSING = False
+
+
+class _Running:
+    """Registers a job as running (refused once end_all was called) while the block lasts."""
+
+    def __init__(self, end):
+        self.end = end
+
+    def __enter__(self):
+        with _RUNNING_LOCK:
+            if _REFUSING:
+                raise Ended("grading is stopping: no new sandbox is started")
+            _RUNNING[id(self)] = self.end
+
+    def __exit__(self, *exc):
+        with _RUNNING_LOCK:
+            _RUNNING.pop(id(self), None)
+
+
 @functools.cache
 def python_prefixes() -> tuple[str, ...]:
     """The folders the interpreter and its packages live in (mounted read-only inside)."""
@@ -226,7 +271,7 @@ def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors,
     whose closing (here, on a timeout or when the grader dies) kills the job."""
     read_end, write_end = _channel()
     ours, theirs = socket.socketpair()
-    with ours:
+    with ours, _Running(lambda: _hang_up(ours)):
         try:
             server.send(request, [theirs.fileno(), write_end, errors.fileno()])
         finally:
@@ -243,19 +288,39 @@ def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors,
     return report
 
 
-def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str, inputs) -> Report:
-    read_end, write_end = _channel()
-    proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, env=ENV, start_new_session=True,
-                            preexec_fn=_die_with_parent)
-    os.close(write_end)
+def _hang_up(connection: socket.socket) -> None:
+    """The job's manager kills the job when its connection closes."""
     try:
-        report = _collect(read_end, limits.notebook_s + 30, inputs)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        report.returncode = proc.wait()
+        connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed: the job has ended
+
+
+def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str, inputs) -> Report:
+    started: list[subprocess.Popen] = []
+    with _Running(lambda: [_kill_group(p.pid) for p in started]):
+        read_end, write_end = _channel()
+        proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, env=ENV, start_new_session=True,
+                                preexec_fn=_die_with_parent)
+        started.append(proc)
+        os.close(write_end)
+        try:
+            report = _collect(read_end, limits.notebook_s + 30, inputs)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            returncode = proc.wait()
+    report.returncode = returncode
     return report
+
+
+def _kill_group(pid: int) -> None:
+    """The unsafe job and every process it started (its own session: no namespace ends them)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _channel() -> tuple[int, int]:

@@ -1,13 +1,14 @@
-"""mha_grader.cluster on a Dask cluster inside this process (threads, so the grading function can be
-replaced): a sandbox failure is retried, a job that keeps failing is reported, every other job gives
-exactly one result, and a job planned twice is refused."""
+"""mha_grader's two backends without a sandbox. cluster.Dask on a Dask cluster inside this process
+(threads, so the grading function can be replaced): a sandbox failure is retried, a job that keeps
+failing is reported, every other job gives exactly one result, and a job planned twice is refused.
+execute.Threads: only a sandbox failure is tried again; a bug of the grader is reported once."""
 from collections import Counter
 from types import SimpleNamespace
 
 import pytest
 from distributed import LocalCluster
 
-from mha_grader import cluster, run, sandbox
+from mha_grader import cluster, execute, sandbox
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +24,14 @@ def jobs(*students: str) -> list[dict]:
 
 
 def grade(scheduler, plan, monkeypatch, fake):
-    monkeypatch.setattr(run, "grade_job", fake)
+    monkeypatch.setattr(execute, "grade_job", fake)
     course = SimpleNamespace(releases={"01_a": "release a", "02_b": "release b"})
-    args = SimpleNamespace(scheduler=scheduler, workers=2, unsafe_no_sandbox=True)
-    return list(cluster.execute(plan, course, args, sandbox.Limits(), retries=2))
+    backend = cluster.Dask(scheduler, 2, course.releases, sandbox.Limits(), unsafe=True)
+    try:
+        backend.start(plan)
+        return list(backend.results())
+    finally:
+        backend.close()
 
 
 def test_retried_reported_and_each_job_once(scheduler, monkeypatch):
@@ -35,9 +40,9 @@ def test_retried_reported_and_each_job_once(scheduler, monkeypatch):
     def fake(release, job, limits, unsafe):
         calls[job["student"], job["notebook"]] += 1
         if job["student"] == "flaky" and calls["flaky", job["notebook"]] == 1:
-            raise run.InfraError("the sandbox failed once")
+            raise execute.InfraError("the sandbox failed once")
         if job["student"] == "broken":
-            raise run.InfraError("the sandbox always fails")
+            raise execute.InfraError("the sandbox always fails")
         return {"graded": (job["student"], job["notebook"]), "release": release}
 
     plan = jobs("alice", "flaky", "broken", "bob")
@@ -45,7 +50,7 @@ def test_retried_reported_and_each_job_once(scheduler, monkeypatch):
     assert sorted((j["student"], j["notebook"]) for j, _ in done) == sorted((j["student"], j["notebook"]) for j in plan)
     for job, result in done:
         if job["student"] == "broken":
-            assert result is None and "always fails" in job["error"]
+            assert result == {"failed": "the sandbox always fails; tried 3 times"}
         else:
             assert result == {"graded": (job["student"], job["notebook"]),
                               "release": "release a" if job["notebook"] == "01_a" else "release b"}
@@ -57,3 +62,30 @@ def test_a_job_planned_twice_is_refused(scheduler, monkeypatch):
     plan = jobs("alice")
     with pytest.raises(AssertionError, match="planned twice"):
         grade(scheduler, plan + plan[:1], monkeypatch, lambda *a: {})
+
+
+def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(monkeypatch):
+    """The local threads: an InfraError is tried three times; any other error of the grader once, in words."""
+    from mha_grader import judging
+    calls = Counter()
+
+    def fake(release, nb, reason, cases, limits, unsafe):
+        calls[reason] += 1
+        if reason == "infra":
+            return {"status": "infra", "notes": ["the fork server went away"]}
+        if reason == "bug":
+            raise KeyError("cases")
+        return {"status": "graded", "tests": [], "notes": []}
+
+    monkeypatch.setattr(judging, "grade_notebook", fake)
+    plan = [{"student": s, "notebook": "01_a", "key": "k", "nb": {}, "reason": s, "cases": {}}
+            for s in ("infra", "bug", "fine")]
+    backend = execute.Threads({"01_a": "release a"}, 2, sandbox.Limits(), unsafe=True)
+    backend.stopping.wait = lambda seconds: None  # no pause between tries in a test
+    backend.start(plan)
+    done = {job["reason"]: result for job, result in backend.results()}
+    backend.close()
+    assert calls == {"infra": 3, "bug": 1, "fine": 1}
+    assert done["infra"] == {"failed": "the sandbox returned nothing (the fork server went away); tried 3 times"}
+    assert done["bug"]["failed"].startswith("the grader itself failed on this notebook (KeyError: 'cases')")
+    assert done["fine"] == {"status": "graded", "tests": [], "notes": []}

@@ -63,12 +63,14 @@ def grade(klass, name: str, *options: str, db_url: str = "") -> tuple[Path, str]
         released = kit.nbgrader(copy, "generate_assignment", kit.ASSIGNMENT, "--force", f"--db={db_url}",
                                 f"--CourseDirectory.course_id={kit.ASSIGNMENT}")
         assert released.returncode == 0, released.stdout
+    known = courses(db_url, prune=True) if db_url else []
     before = children()
     run = subprocess.run([sys.executable, "-m", "mha_grader", "--course", str(copy), "grade", *options,
                           *(["--db-url", db_url] if db_url else [])],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert not children() - before, "a process started by the run outlived it"
+    assert not db_url or courses(db_url) == known, "the grader added a row to nbgrader's course table"
     return copy, run.stdout + run.stderr
 
 
@@ -76,7 +78,7 @@ def outcome(course: Path, db_url: str = "") -> dict:
     """{student: {notebook: [(test, score in the gradebook, score, message, mistake)]}} and the notes."""
     from nbgrader.api import Gradebook
     out = {}
-    with Gradebook(db_url or f"sqlite:///{course / 'gradebook.db'}") as gb:
+    with Gradebook(db_url or f"sqlite:///{course / 'gradebook.db'}", kit.ASSIGNMENT if db_url else "default_course") as gb:
         for submission in gb.assignment_submissions(kit.ASSIGNMENT):
             assert submission.student.id not in out, f"{submission.student.id} has two submissions"
             per_nb = out[submission.student.id] = {}
@@ -88,6 +90,20 @@ def outcome(course: Path, db_url: str = "") -> dict:
                 per_nb[nb.name] = {"tests": [(t["id"], booked[t["id"]], t["score"], t["message"], t["mistake"])
                                              for t in stored["tests"]], "notes": stored["notes"]}
     return out
+
+
+def courses(db_url: str, prune: bool = False) -> list[str]:
+    """The ids in nbgrader's course table (read directly: opening a Gradebook would add its default);
+    ``prune`` first deletes the courses no assignment is in (generate_assignment adds "default_course")."""
+    from sqlalchemy import create_engine, text
+    engine = create_engine(db_url)
+    try:
+        with engine.begin() as db:
+            if prune:
+                db.execute(text("DELETE FROM course WHERE id NOT IN (SELECT course_id FROM assignment)"))
+            return sorted(row[0] for row in db.execute(text("SELECT id FROM course")))
+    finally:
+        engine.dispose()
 
 
 def graded_once(course: Path, log: str, students: dict) -> None:

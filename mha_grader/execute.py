@@ -1,0 +1,151 @@
+"""Where jobs run: the job function every worker calls, the grader's version fingerprint, and the
+local backend (a pool of threads, each driving one sandbox at a time).
+
+This room executes and knows nothing of the course folder or the gradebook: run.py plans the jobs and
+records the results; cluster.py is the other backend (Dask). Both backends give the same thing back,
+(job, result) pairs as jobs finish, where a result is the judge's dict or, for a job that could not be
+graded, ``{"failed": "<one sentence>"}``. Only a failure of the sandbox (InfraError) is tried again; a
+bug of the grader is reported once, plainly.
+"""
+import concurrent.futures as cf
+import functools
+import hashlib
+import importlib.metadata
+import json
+import platform
+import threading
+from pathlib import Path
+
+from . import judging, notebooks, sandbox
+
+RETRIES = 2  # a sandbox failure is tried this many more times
+PACKAGES = ("numpy", "torch", "nbgrader", "distributed")  # what the judge, the sandbox and the recording rest on
+SOURCES = ("mha_checks", "mha_grader")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class InfraError(RuntimeError):
+    """The sandbox itself failed (not the student's code, not the grader's logic): the job is tried again."""
+
+
+class WrongVersion(RuntimeError):
+    """No worker runs this grader version: nothing can be graded (the message says which and why)."""
+
+
+def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
+    """One notebook, on any worker: the judge's result, or {"failed": sentence} when the grader itself
+    failed on it (reported once, never retried). Raises InfraError when the sandbox failed."""
+    try:
+        nb, reason = read(job)
+        result = judging.grade_notebook(release, nb, reason, job["cases"], limits, unsafe)
+    except sandbox.Ended:
+        raise
+    except (OSError, sandbox.SandboxUnavailable) as err:
+        raise InfraError(f"the sandbox could not run it ({sentence(err)})") from err
+    except Exception as err:  # noqa: BLE001 - a bug of the grader: this notebook fails, the class goes on
+        return {"failed": f"the grader itself failed on this notebook ({sentence(err)}); this is a bug in the "
+                          "grader, not the student's doing"}
+    if result["status"] == "infra":
+        raise InfraError("the sandbox returned nothing (" + ("; ".join(result["notes"]) or "no detail") + ")")
+    return result
+
+
+def read(job: dict) -> tuple[dict | None, str]:
+    """(the job's notebook, decoded, or None, why not): read when it is graded, never all at once."""
+    if "nb" in job:  # read by the coordinating process for a worker that has no course folder
+        return job["nb"], job["reason"]
+    if not job["path"]:
+        return None, "was not handed in"
+    nb, _, reason = notebooks.read_submission(Path(job["path"]))
+    return nb, reason
+
+
+def loaded(job: dict) -> dict:
+    """The job with its notebook decoded (for a worker elsewhere)."""
+    nb, reason = read(job)
+    return {**job, "nb": nb, "reason": reason}
+
+
+def sentence(err: BaseException) -> str:
+    """An exception as words: its type and message, never an empty string or 'None'."""
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text}" if text else f"{type(err).__name__} (no message)"
+
+
+# --- one grader version per run ----------------------------------------------------------------
+
+@functools.cache
+def manifest() -> dict[str, str]:
+    """What grades a notebook here: sha256 of every source file of the grader and the checks, and the
+    versions of the packages they rest on (and of Python)."""
+    found = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    for folder in SOURCES:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            found[str(path.relative_to(ROOT))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def fingerprint(of: dict[str, str] | None = None) -> str:
+    """A short name of a manifest (by default this process's own)."""
+    return hashlib.sha256(json.dumps(manifest() if of is None else of, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def differences(theirs: dict[str, str], ours: dict[str, str] | None = None) -> str:
+    """What differs between another manifest and ours, in words (at most five items)."""
+    ours = manifest() if ours is None else ours
+    names = sorted(n for n in set(ours) | set(theirs) if ours.get(n) != theirs.get(n))
+    words = [(f"{n} {theirs.get(n, 'missing')} (here {ours.get(n, 'missing')})" if "/" not in n
+              else f"{n} {'differs' if n in ours and n in theirs else 'is missing on one side'}") for n in names]
+    return "; ".join(words[:5]) + (f"; and {len(words) - 5} more" if len(words) > 5 else "")
+
+
+# --- the local backend -------------------------------------------------------------------------
+
+class Threads:
+    """``workers`` jobs at a time in this process's threads, each in its own sandbox."""
+
+    def __init__(self, releases: dict, workers: int, limits: sandbox.Limits, unsafe: bool):
+        self.releases, self.limits, self.unsafe = releases, limits, unsafe
+        self.pool = cf.ThreadPoolExecutor(max(1, workers), thread_name_prefix="mha-job")
+        self.stopping = threading.Event()
+        self.futures: dict = {}
+        sandbox.accept_new()
+
+    def start(self, plan: list[dict]) -> None:
+        self.futures = {self.pool.submit(self._attempt, job): job for job in plan}
+
+    def results(self):
+        """(job, result) as jobs finish."""
+        for future in cf.as_completed(self.futures):
+            yield self.futures[future], future.result()
+
+    def notes(self) -> list[str]:
+        return []  # (one process: one grader version)
+
+    def stop(self) -> int:
+        """Cancel the jobs not started, end the running sandboxes; returns how many were running."""
+        self.stopping.set()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        return sandbox.end_all()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _attempt(self, job: dict) -> dict:
+        error = ""
+        for tries in range(RETRIES + 1):
+            if self.stopping.is_set():
+                return {"failed": "grading stopped before this notebook was graded"}
+            try:
+                return grade_job(self.releases[job["notebook"]], job, self.limits, self.unsafe)
+            except sandbox.Ended:
+                return {"failed": "grading stopped while this notebook was being graded"}
+            except InfraError as err:
+                error = str(err)
+                self.stopping.wait(0.5 * (tries + 1))
+        return {"failed": f"{error}; tried {RETRIES + 1} times"}

@@ -1,0 +1,412 @@
+"""A grading run meets what goes wrong on an instructor's machine: ctrl-C in a terminal, SIGTERM, a
+second run on the same course, a full disk, the database stopped, a Dask worker at another version or
+killed. Each time the run stops within seconds with one line that says what was graded and how to
+resume (or, for a worker, loses nothing), leaves nothing running, and the rerun grades exactly the
+rest. The slow students' answers spin (no module that sleeps is allowed), so a run never ends by
+itself while a test acts. (Run as root: the sandbox's users and the tmpfs mount need it.)"""
+import fcntl
+import importlib.util
+import json
+import os
+import pty
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from submissions import kit
+
+spec = importlib.util.spec_from_file_location("services", kit.REPO / "scripts" / "services.py")
+services = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(services)
+
+NOTEBOOKS = kit.NOTEBOOKS[:4]
+FAST, SLOW = ["a_fast_0", "a_fast_1"], ["z_slow_0", "z_slow_1", "z_slow_2"]
+JOBS = (len(FAST) + len(SLOW)) * len(kit.NOTEBOOKS)  # a notebook not handed in is a job too (a zero)
+SPINS = "def split_heads(x, num_heads):\n    while True:\n        pass\n"
+PATIENT = ["--workers", "2", "--test-seconds", "200", "--notebook-seconds", "250"]  # a slow job runs minutes
+QUICK = ["--workers", "2", "--test-seconds", "2", "--notebook-seconds", "4"]  # the same jobs end in seconds
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """A course whose fast students come first and whose slow ones spin in split_heads."""
+    base = tmp_path_factory.mktemp("faults")
+    course = kit.make_course(base / "course")
+    for student in FAST:
+        kit.submit(course, student, {n: kit.filled(course, n) for n in NOTEBOOKS})
+    for student in SLOW:
+        kit.submit(course, student, {"02_split_heads": kit.filled(course, "02_split_heads",
+                                                                  {"split_heads": SPINS})})
+    return course
+
+
+@pytest.fixture
+def course(released, tmp_path):
+    copy = tmp_path / "course"
+    shutil.copytree(released, copy)
+    return copy
+
+
+def command(course: Path, *options: str) -> list[str]:
+    return [sys.executable, "-m", "mha_grader", "--course", str(course), "grade", *options]
+
+
+def env(course: Path) -> dict:
+    secret = course.parent / "secret"
+    if not secret.exists():
+        secret.write_text("0123456789abcdef" * 4 + "\n")
+        secret.chmod(0o600)
+    return kit.grader_env(secret)
+
+
+def stamps(course: Path) -> dict[str, dict]:
+    return {p.parts[-3]: json.loads(p.read_text()) for p in (course / "autograded").glob("*/mha/.graded.json")}
+
+
+def graded(course: Path) -> int:
+    return sum(len(s) for s in stamps(course).values())
+
+
+def wait_for(condition, what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def sandboxes() -> set[int]:
+    """Running processes of a sandbox user (uid sandbox.UID_BASE + n) descended from this test process (a
+    run's orphans are re-parented here: see ``subreaper``), not another grader's on the same machine."""
+    from mha_grader.sandbox import SLOTS, UID_BASE
+    table = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            table[int(entry.name)] = (int(stat[stat.rindex(")") + 2:].split()[1]), entry.stat().st_uid,
+                                      stat[stat.rindex(")") + 2])
+        except (OSError, ValueError):
+            continue
+    ours, grew = {os.getpid()}, True
+    while grew:
+        more = {pid for pid, (parent, _, _) in table.items() if parent in ours} - ours
+        ours |= more
+        grew = bool(more)
+    return {pid for pid in ours if UID_BASE <= table[pid][1] < UID_BASE + SLOTS and table[pid][2] != "Z"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def subreaper():
+    """A process a run leaves behind becomes this process's child, where sandboxes() sees it."""
+    import ctypes
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    assert prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    yield
+    prctl(36, 0, 0, 0, 0)
+
+
+def stop_line(output: str) -> re.Match:
+    lines = [line for line in output.splitlines() if "Resume with:" in line]
+    assert len(lines) == 1, output[-3000:]
+    found = re.search(r"graded and recorded (\d+) of (\d+) notebook", lines[0])
+    assert found, lines[0]
+    return found
+
+
+def rerun_grades_the_rest(course: Path, before: int) -> None:
+    """The rerun grades exactly what the stopped run did not, and nothing twice."""
+    run = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
+    assert run.returncode in (0, 1), run.stdout + run.stderr  # the sleepers' timeouts are grades, not failures
+    assert f"This run graded {JOBS - before} notebook(s)" in run.stdout, run.stdout[-3000:]
+    assert graded(course) == JOBS
+    assert all(len(kit.scores(course)[s]) == len(kit.NOTEBOOKS) for s in FAST + SLOW)
+
+
+@pytest.mark.parametrize("backend", [[], ["--scheduler", "local"]], ids=["threads", "dask-local"])
+def test_ctrl_c_in_a_terminal_stops_within_seconds_and_the_rerun_finishes(course, backend):
+    """ctrl-C typed twice in a pseudo-terminal while sandboxes spin: one line, no traceback (none from
+    the Dask workers either: the terminal's signal is the run's alone)."""
+    main, terminal = pty.openpty()
+
+    def controlling_terminal():  # as a shell does: the terminal's foreground job
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(command(course, *PATIENT, *backend), env=env(course), stdin=terminal, stdout=terminal,
+                            stderr=terminal, start_new_session=True, preexec_fn=controlling_terminal)
+    os.close(terminal)
+    output = bytearray()
+    reader = threading.Thread(target=_drain, args=(main, output), daemon=True)
+    reader.start()
+    wait_for(lambda: graded(course) >= len(FAST) * len(kit.NOTEBOOKS) and len(sandboxes()) >= 2,
+             "the fast students to be graded while two slow ones run")
+    os.write(main, b"\x03")  # what the terminal sends for ctrl-C: SIGINT to the foreground process group
+    pressed = time.monotonic()
+    time.sleep(0.3)
+    os.write(main, b"\x03")
+    proc.wait(timeout=60)
+    stopped_in = time.monotonic() - pressed
+    reader.join(timeout=10)
+    os.close(main)
+    text = output.decode(errors="replace")
+    assert proc.returncode == 128 + signal.SIGINT, text[-3000:]
+    assert stopped_in < 20, f"stopped {stopped_in:.1f} s after ctrl-C while the spinning jobs had minutes to go"
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+    found = stop_line(text)
+    assert int(found.group(1)) == graded(course) < JOBS and int(found.group(2)) == JOBS
+    assert not sandboxes(), "a sandbox outlived the run"
+    if not backend:  # (the rerun is the same either way)
+        rerun_grades_the_rest(course, graded(course))
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            return
+        if not chunk:
+            return
+        into += chunk
+
+
+def test_one_run_at_a_time_sigterm_and_a_stale_lock(course):
+    first = subprocess.Popen(command(course, *PATIENT[2:], "--workers", "1"), env=env(course),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: sandboxes(), "the first run's slow job")
+    second = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=120)
+    assert second.returncode == 4, second.stdout + second.stderr
+    assert f"process {first.pid} on" in second.stderr and "Another grading run holds this course" in second.stderr
+    assert "Traceback" not in second.stderr
+
+    first.send_signal(signal.SIGTERM)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert "Stopped by SIGTERM" in err and "Traceback" not in err
+    assert int(stop_line(err).group(1)) == graded(course)
+    assert not sandboxes(), "a sandbox outlived the run"
+
+    # A run that died without a word (SIGKILL) leaves its name in the lock file, not the lock itself.
+    (course / ".grading.lock").write_text(json.dumps({"pid": 999999999, "host": "gone", "started": 0,
+                                                      "command": "grade"}))
+    before = graded(course)
+    run = subprocess.Popen(command(course, *QUICK), env=env(course), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    wait_for(lambda: graded(course) > before, "the run to have planned and graded a notebook")
+    resubmitted = course / "submitted" / SLOW[-1] / "mha" / "02_split_heads.ipynb"
+    resubmitted.write_text(json.dumps(kit.filled(course, "02_split_heads")))  # handed in again, during the run
+    out, err = run.communicate(timeout=600)
+    assert "Took over the lock of a grading run that ended" in err and "process 999999999" in err
+    assert f"This run graded {JOBS - before} notebook(s)" in out, out[-3000:]
+    assert f"{SLOW[-1]}/02_split_heads: changed during the run; the next run grades it" in out
+    assert (course / ".grading.lock").read_text() == "", "a finished run leaves the lock free and empty"
+    again = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
+    assert "This run graded 1 notebook(s)" in again.stdout, again.stdout[-3000:]
+    assert kit.scores(course)[SLOW[-1]]["02_split_heads"] == kit.max_scores(course)["02_split_heads"] | {
+        "needs_manual_grade": False}
+
+
+def test_deleted_edited_and_extra_test_cells_are_flagged(released):
+    """What the README promises: graded from the release's cells, with a note (the class table's `flagged`)."""
+    from mha_grader import notebooks
+    from submissions.hostile import HOSTILE
+    releases = notebooks.load_release(released / "exercises" / kit.ASSIGNMENT)
+    says = {"h01_edited_locked_cells": "Read-only cells edited", "h02_deleted_test_cells": "Test cells deleted",
+            "h04_schema_and_extra_grade_cells": "Extra or repeated test cells"}
+    for hostile in (h for h in HOSTILE if h.student in says):
+        for name, nb in hostile.build(released).items():
+            notes = notebooks.program(releases[name], nb).notes
+            assert any(n.startswith(says[hostile.student]) for n in notes), (hostile.student, notes)
+    for name in NOTEBOOKS:
+        assert notebooks.program(releases[name], kit.filled(released, name)).notes == []
+
+
+@pytest.fixture
+def small_disk(course):
+    """The course's feedback folder on a tmpfs with room for a few pages only."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = course / "feedback"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], check=True)
+    try:
+        from mha_grader import run
+        if run.MATHJAX.is_dir():  # copied at the start of every run: room for it first
+            shutil.copytree(run.MATHJAX, folder / "mathjax")
+        free = shutil.disk_usage(folder).free
+        with open(folder / "ballast", "wb") as fh:  # leaves about 120 kB: a few notebooks' pages
+            fh.write(b"\0" * max(0, free - 120_000))
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def test_a_full_disk_stops_the_run_with_one_sentence(course, small_disk):
+    start = time.monotonic()
+    run = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - start
+    assert run.returncode == 5, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert f"the disk that holds {small_disk}" in run.stderr and "is full" in run.stderr, run.stderr[-2000:]
+    found = stop_line(run.stderr)
+    assert int(found.group(1)) == graded(course) < JOBS
+    pages = {p.parent.parent.name + "/" + p.stem for p in small_disk.glob("*/mha/*.html")}
+    assert pages == {f"{s}/{n}" for s, names in stamps(course).items() for n in names}, "a page cut short was kept"
+    assert took < 60, f"the run went on for {took:.0f} s after the disk was full"
+    assert not sandboxes()
+    (small_disk / "ballast").unlink()
+    rerun_grades_the_rest(course, graded(course))
+
+
+def test_the_database_stopped_mid_run_stops_the_run_with_one_sentence(course, tmp_path):
+    """PostgreSQL (scripts/services.py, loopback) stops while notebooks are still being graded, then
+    comes back (same data): the rerun grades the rest."""
+    folder = tmp_path / "services"
+    script = [sys.executable, str(kit.REPO / "scripts" / "services.py")]
+    started = subprocess.run([*script, "start", str(folder), "--postgres"], capture_output=True, text=True,
+                             timeout=300)
+    again = None
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        state = json.loads(started.stdout)
+        db_url = state["db_url"]
+        released = kit.nbgrader(course, "generate_assignment", kit.ASSIGNMENT, "--force", f"--db={db_url}",
+                                f"--CourseDirectory.course_id={kit.ASSIGNMENT}")
+        assert released.returncode == 0, released.stdout
+        run = subprocess.Popen(command(course, *QUICK, "--db-url", db_url), env=env(course),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: graded(course) >= len(FAST) * len(kit.NOTEBOOKS), "the fast students' grades")
+        postgres = state["processes"][0]["pid"]
+        server = (Path(f"/proc/{postgres}/cmdline").read_bytes().decode().split("\0")[:-1],
+                  os.readlink(f"/proc/{postgres}/cwd"))
+        os.kill(postgres, signal.SIGINT)  # PostgreSQL's fast shutdown: every connection is closed
+        stopped = time.monotonic()
+        out, err = run.communicate(timeout=300)
+        took = time.monotonic() - stopped
+        assert run.returncode == 5, out + err
+        assert "Traceback" not in err and "rollback" not in err.lower(), err[-3000:]
+        assert "the gradebook database postgresql+psycopg://grader:***@127.0.0.1" in err, err[-3000:]
+        assert "is unreachable or refused the write" in err
+        found = stop_line(err)
+        assert int(found.group(1)) == graded(course) < JOBS
+        assert took < 30, f"the run went on for {took:.0f} s after the database stopped"
+        assert not sandboxes()
+
+        while services.processes(postgres):
+            time.sleep(0.1)
+        again = restart(*server)
+        wait_for(lambda: reachable(db_url), "PostgreSQL to be back")
+        rerun = subprocess.run(command(course, *QUICK, "--db-url", db_url), env=env(course), capture_output=True,
+                               text=True, timeout=600)
+        assert f"This run graded {JOBS - int(found.group(1))} notebook(s)" in rerun.stdout, rerun.stdout[-3000:]
+        assert graded(course) == JOBS
+    finally:
+        if again is not None:
+            again.send_signal(signal.SIGINT)
+            again.wait(timeout=60)
+        subprocess.run([*script, "stop", str(folder)], capture_output=True, timeout=300)
+
+
+def restart(command: list[str], cwd: str) -> subprocess.Popen:
+    """PostgreSQL again, on its data folder, as scripts/services.py started it."""
+    return subprocess.Popen([*services._unprivileged(Path(cwd)), *command], cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def reachable(db_url: str) -> bool:
+    from sqlalchemy import create_engine, text
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as db:
+            return db.execute(text("SELECT 1")).scalar() == 1
+    except Exception:  # noqa: BLE001 - not yet
+        return False
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def dask_services(tmp_path_factory):
+    """A Dask scheduler and two workers on loopback (scripts/services.py)."""
+    folder = tmp_path_factory.mktemp("dask")
+    script = [sys.executable, str(kit.REPO / "scripts" / "services.py")]
+    started = subprocess.run([*script, "start", str(folder), "--dask-workers", "2"], capture_output=True,
+                             text=True, timeout=300)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        yield json.loads(started.stdout)
+    finally:
+        subprocess.run([*script, "stop", str(folder)], capture_output=True, timeout=300)
+
+
+def test_a_worker_at_another_version_takes_no_job(course, dask_services, tmp_path):
+    """A third worker runs a copy of the grader with one message changed: it is named, and used for nothing."""
+    other = tmp_path / "other-clone"
+    for package in ("mha_checks", "mha_grader"):
+        shutil.copytree(kit.REPO / package, other / package, ignore=shutil.ignore_patterns("__pycache__"))
+    judging = other / "mha_grader" / "judging.py"
+    judging.write_text(judging.read_text().replace("Not graded: the file", "Not graded (other version): the file"))
+    log = open(tmp_path / "other-worker.log", "w")
+    worker = subprocess.Popen([str(kit.BIN / "dask"), "worker", dask_services["scheduler"], "--host", "127.0.0.1",
+                               "--nthreads", "1", "--no-dashboard", "--name", "other-version",
+                               "--preload", "mha_grader.cluster"], cwd=other, stdout=log, stderr=log,
+                              env={**kit.env(), "PYTHONPATH": str(other)}, start_new_session=True)
+    try:
+        from distributed import Client
+        with Client(dask_services["scheduler"], timeout="30s") as client:
+            client.wait_for_workers(3, timeout=120)
+        students = [option for s in FAST for option in ("--student", s)]
+        run = subprocess.run(command(course, "--scheduler", dask_services["scheduler"], *students), env=env(course),
+                             capture_output=True, text=True, timeout=600)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+        log.close()
+    assert run.returncode == 0, run.stdout + run.stderr
+    refusals = [line for line in run.stdout.splitlines() if "takes no job: its grader is not this one" in line]
+    assert len(refusals) == 1 and "mha_grader/judging.py differs" in refusals[0], run.stdout[-3000:]
+    assert f"This run graded {len(FAST) * len(kit.NOTEBOOKS)} notebook(s)" in run.stdout
+    results = [p.read_text() for p in (course / "autograded").glob("*/mha/*.result.json")]
+    assert len(results) == len(FAST) * len(kit.NOTEBOOKS)
+    assert not any("other version" in text for text in results), "a job ran on the worker at another version"
+
+
+def test_a_worker_killed_mid_run_costs_nothing(course, dask_services):
+    """One of two workers (its nanny with it) is killed while it runs a job: every notebook is still graded."""
+    run = subprocess.Popen(command(course, *QUICK[2:], "--scheduler", dask_services["scheduler"]), env=env(course),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: graded(course) >= 3 and sandboxes(), "a few grades and a running job")
+    victim = next(p for p in dask_services["processes"] if p["name"] == "dask-worker-0")
+    os.killpg(victim["pid"], signal.SIGKILL)
+    out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, out[-3000:] + err[-3000:]
+    assert "could not be graded" not in out and "NoneType" not in out + err
+    assert f"This run graded {JOBS} notebook(s)" in out, out[-3000:]
+    assert graded(course) == JOBS
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["sandboxed", "unsafe-no-sandbox"])
+def test_end_all_ends_a_running_job_at_once_and_refuses_new_ones(unsafe):
+    """What a stopping run calls: the job (and what it started) ends now, not at its time limit."""
+    from mha_grader import sandbox
+    job = {"torch": False, "cells": [{"label": "spin", "source": "while True:\n    pass\n"}],
+           "tests": [{"id": "t", "cases": []}]}
+    done = {}
+    runner = threading.Thread(target=lambda: done.update(report=sandbox.run(job, sandbox.Limits(60, 60, 90), unsafe)))
+    sandbox.accept_new()
+    runner.start()
+    wait_for(lambda: sandbox._RUNNING, "the job to start", timeout=60)
+    time.sleep(0.5)
+    ended = time.monotonic()
+    assert sandbox.end_all() == 1
+    runner.join(timeout=30)
+    assert not runner.is_alive() and time.monotonic() - ended < 10, "the job ran on after end_all"
+    with pytest.raises(sandbox.Ended):
+        sandbox.run(job, sandbox.Limits(), unsafe)
+    sandbox.accept_new()
