@@ -89,7 +89,7 @@ release: $(STAMP)
 ARGS ?=
 GRADER := $(BIN)/python -m mha_grader --course $(CURDIR)
 .PHONY: secret probe
-grade: $(STAMP) $(MATHJAX_STAMP)
+grade: $(STAMP)
 	@test -f gradebook.db || $(MAKE) --no-print-directory release
 	$(GRADER) grade $(ARGS)
 	$(NBGRADER) export

@@ -10,13 +10,16 @@ the worker starts, before it takes jobs. A worker runs only run.grade_job (the s
 it needs no course folder, no secret and no gradebook. The hidden cases travel with each job, and the
 result (plain data) comes back here, where the coordinating process alone records it.
 
-Each job is one Dask task whose key names its (student, notebook), what was graded and this run, so no
-job is submitted twice and none is left out: the run ends only when every key has a result or has failed.
-A sandbox failure (run.InfraError) is retried by Dask (``retries``); the job of a worker that dies is
-given to another worker (Dask's allowed-failures); a job that still fails is reported and, having no
-stamp, is graded by the next run.
+Each student is one Dask task (all of that student's notebooks: Dask's cost per task is paid once per
+student, not once per notebook), whose key names the student, what was graded and this run, so no job is
+submitted twice and none is left out: the run ends only when every key has a result or has failed. A
+sandbox failure of one notebook (run.InfraError) is tried again on the worker (``retries`` more times);
+a task that fails as a whole (the worker's sandbox does not isolate) is retried by Dask; the task of a
+worker that dies is given to another worker (Dask's allowed-failures); a job that still fails is
+reported and, having no stamp, is graded by the next run.
 """
 import functools
+import hashlib
 import logging
 import os
 import sys
@@ -41,20 +44,27 @@ def execute(plan: list[dict], course, args, limits: sandbox.Limits, retries: int
               f"{time.monotonic() - start:.1f} s)" + ("; waiting for workers to join" if not workers else ""),
               file=sys.stderr, flush=True)
         releases = {name: client.scatter(release, hash=False) for name, release in course.releases.items()}
-        jobs, futures, run_id = {}, [], uuid.uuid4().hex[:12]  # a key of this run never meets another run's
-        for job in plan:
-            key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{run_id}"  # ids hold no "/"
-            assert key not in jobs, f"{key} planned twice"
-            jobs[key] = job
-            futures.append(client.submit(grade_on_worker, releases[job["notebook"]], job, limits,
-                                         args.unsafe_no_sandbox, key=key, retries=retries, pure=False))
+        tasks, futures, run_id = {}, [], uuid.uuid4().hex[:12]  # a key of this run never meets another run's
+        for student, jobs in _per_student(plan).items():
+            what = hashlib.sha256("/".join(job["key"] for job in jobs).encode()).hexdigest()[:16]
+            key = f"mha-grade/{student}/{what}/{run_id}"  # ids hold no "/"
+            assert key not in tasks, f"{key} planned twice"
+            tasks[key] = jobs
+            futures.append(client.submit(grade_student_on_worker, {j["notebook"]: releases[j["notebook"]] for j in jobs},
+                                         jobs, limits, args.unsafe_no_sandbox, retries, key=key, retries=retries,
+                                         pure=False))
         for future in as_completed(futures):
-            job = jobs[future.key]
+            jobs = tasks[future.key]
             if future.status == "finished":
-                yield job, future.result()
+                outcomes = future.result()
             else:
-                job["error"] = f"{type(future.exception()).__name__}: {future.exception()}"
-                yield job, None
+                outcomes = [f"{type(future.exception()).__name__}: {future.exception()}"] * len(jobs)
+            for job, outcome in zip(jobs, outcomes):
+                if isinstance(outcome, str):  # the reason it could not be graded
+                    job["error"] = outcome
+                    yield job, None
+                else:
+                    yield job, outcome
             future.release()
     finally:
         client.close()
@@ -94,17 +104,37 @@ def dask_teardown(server) -> None:
     sandbox.stop_servers()
 
 
-def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
-    """run.grade_job on a worker, after checking once per worker process that its sandbox isolates.
+def _per_student(plan: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for job in plan:
+        out.setdefault(job["student"], []).append(job)
+    return out
 
-    A worker whose sandbox does not isolate raises run.InfraError for every job (Dask retries it,
+
+def grade_student_on_worker(releases: dict, jobs: list[dict], limits: sandbox.Limits, unsafe: bool,
+                            retries: int) -> list:
+    """run.grade_job for each of one student's jobs on a worker: [its result, or why it could not be
+    graded (a sentence)], after checking once per worker process that its sandbox isolates.
+
+    A worker whose sandbox does not isolate raises run.InfraError for the whole task (Dask retries it,
     perhaps elsewhere; in the end it is reported as not graded): it never grades unsandboxed.
     """
     if not unsafe:
         problems = _worker_isolation_problems()
         if problems:
             raise run.InfraError("the sandbox does not isolate student code on this worker: " + "; ".join(problems))
-    return run.grade_job(release, job, limits, unsafe)
+    return [_grade_one(releases[job["notebook"]], job, limits, unsafe, retries) for job in jobs]
+
+
+def _grade_one(release, job: dict, limits: sandbox.Limits, unsafe: bool, retries: int):
+    """One notebook, its sandbox failures tried again ``retries`` times: the result, or the last failure."""
+    for tries in range(retries + 1):
+        try:
+            return run.grade_job(release, job, limits, unsafe)
+        except run.InfraError as err:
+            failure = f"the sandbox failed: {err}"
+            time.sleep(0.5 * (tries + 1))
+    return failure
 
 
 @functools.cache

@@ -12,9 +12,9 @@ from mha_checks.hidden import hidden_cases
 from . import course as course_mod, feedback, judging, report, sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter
+from .recording import Recorder
 
 RETRIES = 2
-MATHJAX = Path(__file__).resolve().parents[1] / ".cache" / "site-extra" / "mathjax"  # made by `make book`
 
 
 class InfraError(RuntimeError):
@@ -33,29 +33,31 @@ def grade(args) -> int:
               "secret and the gradebook, and can change them. Never use it on real submissions.", file=sys.stderr)
     else:
         if not args.scheduler:  # the jobs run here: torch's server (seconds) starts while the probe runs
+            report.status("starting the sandbox's fork servers")
             sandbox.start_servers()
+        report.status("checking that the sandbox isolates student code (probe)")
         problems = isolation_problems(root)
         if problems:
             print("Refusing to grade: the sandbox does not isolate student code on this machine:\n  "
                   + "\n  ".join(problems) + "\n(See the README's instructor section; --unsafe-no-sandbox "
                   "exists for testing your own notebooks only.)", file=sys.stderr)
             return 3
+    report.status("reading the course and planning the jobs")
     course = course_mod.Course(root, args.assignment, args.db_url)
     plan, notes = _plan(course, key, args)
     writer = GradebookWriter(course.db_url, course.assignment)
-    feedback.copy_mathjax(MATHJAX, course.root / "feedback")
-    results, failed, recording = [], [], 0.0
-    progress = report.Progress(len(plan))
+    recorder = Recorder(course, writer)
+    results, failed = [], []
+    progress = report.Progress(len(plan), "Dask" if args.scheduler else f"{max(1, args.workers)} worker(s)")
     try:
         for job, result in _execute(plan, args, course, key):
             if result is None:
                 failed.append(job)
             else:
-                start = time.monotonic()
-                _record(course, writer, job, result)
-                recording += time.monotonic() - start
+                recorder.record(job, result)
                 results.append((job, result))
             progress.step()
+        recorder.flush()
     finally:
         writer.close()
         progress.done()
@@ -63,7 +65,7 @@ def grade(args) -> int:
     report.summary(course, results, failed, notes)
     if results:  # recording is the one serial part of a run: with many workers, this process must keep up
         print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording (gradebook, feedback) "
-              f"in this process: {recording:.1f} s, {recording / len(results) * 1000:.0f} ms per notebook.")
+              f"in this process: {recorder.seconds:.1f} s, {recorder.cost()}.")
     return 1 if failed else 0
 
 
@@ -112,6 +114,7 @@ def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
     result = judging.grade_notebook(release, job["nb"], job["reason"], job["cases"], limits, unsafe)
     if result["status"] == "infra":
         raise InfraError("; ".join(result["notes"]) or "the sandbox returned nothing")
+    result["feedback"] = feedback.render(release, job["nb"], result, job["student"])  # here, not where it is recorded
     return result
 
 
@@ -140,12 +143,3 @@ def _execute(plan: list[dict], args, course, key):
         for future in cf.as_completed(futures):
             yield futures[future], future.result()
 
-
-def _record(course, writer, job: dict, result: dict) -> None:
-    """Gradebook first, then feedback, then the stamp that marks the notebook graded."""
-    student, name = job["student"], job["notebook"]
-    writer.record(student, name, result["tests"])
-    report.save(course, student, name, result)
-    feedback.write(course.folder("feedback", student), course.folder("autograded", student),
-                   course.releases[name], job["nb"], result, student)
-    course.stamp(student, name, job["key"])
