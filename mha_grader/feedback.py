@@ -24,7 +24,7 @@ from pathlib import Path
 from nbconvert.filters import markdown2html
 
 from . import notebooks
-from .text import for_html, valid
+from .text import for_html, printable, valid
 
 MESSAGE_CAP = 4000   # characters of one test's message on the page
 ANSWER_CAP = 20000   # characters of one answer cell on the page
@@ -133,7 +133,7 @@ def autograded_notebook(release: notebooks.Release, answers: dict[str, str], res
         if cell.get("cell_type") == "code":
             test = by_id.get(meta.get("grade_id"))
             passed = test is not None and test["score"] >= test["points"]
-            text = "" if test is None else "passed\n" if passed else valid(test["message"], MESSAGE_CAP) + "\n"
+            text = "" if test is None else "passed\n" if passed else printable(test["message"], MESSAGE_CAP, "\n\t") + "\n"
             cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": text}] if text else []
             cell["execution_count"] = None
     return out

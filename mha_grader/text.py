@@ -7,7 +7,7 @@ surrogates, spreadsheet formulas, HTML, or megabytes of it. Each sink gets its o
 * :func:`for_terminal`: one line of printable text (control and format characters shown as
   ``\\xNN``/``\\uNNNN`` escapes), capped;
 * :func:`for_csv`: one cell of printable text, capped, never read as a formula by a spreadsheet;
-* :func:`for_html`: valid text, capped, HTML-escaped (the pages add no markup processing of it).
+* :func:`for_html`: the same, newlines kept, HTML-escaped (the pages add no markup processing of it).
 """
 import html
 import unicodedata
@@ -34,10 +34,10 @@ def _visible(ch: str) -> str:
     return ch
 
 
-def printable(text, cap: int) -> str:
-    """One line: every control/format character escaped, then capped (the escapes count)."""
+def printable(text, cap: int, keep: str = "") -> str:
+    """Every control/format character but those in ``keep`` escaped, then capped (the escapes count)."""
     text = valid(text, cap)
-    return valid("".join(_visible(ch) for ch in text), cap)
+    return valid("".join(ch if ch in keep else _visible(ch) for ch in text), cap)
 
 
 def for_terminal(text, cap: int = TERMINAL_CAP) -> str:
@@ -57,5 +57,6 @@ def for_csv(value, cap: int = CSV_CAP):
 
 
 def for_html(text, cap: int = HTML_CAP) -> str:
-    """Safe inside an HTML element or a quoted attribute: valid, capped, escaped (quotes included)."""
-    return html.escape(valid(text, cap), quote=True)
+    """Safe inside an HTML element or a quoted attribute: valid, capped, control and format characters
+    (bidi overrides included) shown as escapes, newlines and tabs kept, HTML-escaped (quotes included)."""
+    return html.escape(printable(text, cap, keep="\n\t"), quote=True)
