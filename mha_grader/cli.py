@@ -11,11 +11,15 @@ import os
 import sys
 from pathlib import Path
 
-from . import run, secret
+from . import secret
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "grade":  # the grader's imports (nbgrader, SQLAlchemy) take seconds: say so first
+        from .report import status
+        status("loading the grader")
+    from . import run
     if args.command == "secret":
         try:
             print(f"Created the course secret {secret.create(args.force)} (keep it; never commit it).")

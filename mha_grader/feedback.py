@@ -21,8 +21,6 @@ import json
 import re
 from pathlib import Path
 
-from nbconvert.filters import markdown2html
-
 from . import notebooks
 from .text import for_html, printable, valid
 
@@ -85,6 +83,7 @@ def page(release: notebooks.Release, answers: dict[str, str], result: dict, stud
 @functools.lru_cache(maxsize=64)
 def _rendered(name: str, cells: str) -> tuple[tuple[str, str], ...]:
     """The release's exercise as (("html", rendered Markdown) | ("answer", grade id)), in order."""
+    from nbconvert.filters import markdown2html  # seconds to import: only where pages are rendered
     out, started = [], False  # the course's common header (restart, validate) is left out
     for cell in json.loads(cells):
         meta, src = notebooks.nbgrader_meta(cell), notebooks.source(cell)
