@@ -14,7 +14,7 @@ from collections import defaultdict
 from . import feedback, report
 
 BATCH = 100       # notebooks per gradebook transaction
-FLUSH_S = 5.0     # ... or at least this often
+FLUSH_S = 1.0     # ... or at least this often (a stopped run loses at most this much recording)
 
 
 class Recorder:

@@ -34,6 +34,7 @@ from .text import for_csv, for_terminal
 WIDTH = 80          # the summary's width (it never wraps on an 80-column terminal)
 PLAIN_EVERY_S = 10  # a progress line this often when stderr is not a terminal
 TOP = 5             # mistakes and failures named on the screen
+ETA_AFTER_S = 2.0   # no rate or ETA before this long after the first result
 
 
 def status(what: str) -> None:
@@ -49,7 +50,7 @@ class Progress:
         self.first = None  # (time, count) of the first result: rate and ETA count from there
         self.tty, self.last = sys.stderr.isatty(), self.start
         self.bar = tqdm(total=total, desc="grading", unit="nb", file=sys.stderr, dynamic_ncols=True,
-                        bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {postfix}",
+                        bar_format="{desc} {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}{postfix}",
                         mininterval=0.2, disable=not self.tty or not total)
         self._show(f"{where}: waiting for the first result" if where else "waiting for the first result")
         if not self.tty and total:
@@ -67,11 +68,12 @@ class Progress:
             print(f"grading: {self.count}/{self.total} notebooks, {self.rate_eta(now)}", file=sys.stderr, flush=True)
 
     def rate_eta(self, now: float) -> str:
-        """"12.3/s ETA 1:02" from the results after the first (too few yet: only the elapsed time)."""
+        """"12.3/s 0:40 ETA 1:02": the rate of the results after the first, once there are a few over a few
+        seconds (results may come in bursts: a Dask task grades one student's notebooks together)."""
         elapsed = _clock(now - self.start)
         t0, n0 = self.first or (now, self.count)
         done = self.count - n0
-        if done < 3 or now <= t0:
+        if done < 3 or now - t0 < ETA_AFTER_S:
             return f"{elapsed} elapsed"
         rate = done / (now - t0)
         return f"{rate:.1f}/s {elapsed} ETA {_clock((self.total - self.count) / rate)}"

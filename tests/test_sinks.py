@@ -67,7 +67,7 @@ bar = report.Progress(1000, "Dask")
 for i in range(1000):
     bar.step()
     if i % 100 == 0:
-        time.sleep(0.25)
+        time.sleep(0.35)
 bar.done()
 """
 
