@@ -184,7 +184,7 @@ def report(submissions: int, students: int, local, stock_run, dask, again: dict,
           f"{(best_dask / best_local - 1) * 100:+.1f}% (goal < 5%)")
     phase = {"local": best_local, "dask": best_dask}
     per_student = mean_local * CORES / students  # core-seconds per student (all notebooks): (a) and (a2)
-    contended = float(re.search(r"in this process: [\d.]+ s, ([\d.]+) ms per notebook", local[2]).group(1)) / 1000
+    contended = float(re.search(r"in this process: recording ([\d.]+) ms", local[2]).group(1)) / 1000
     record_s = recording_cost(work / "local", work / "record")
     print(f"Measured cost: {per_job:.2f} core-s per submitted notebook, {per_student:.2f} core-s per student.")
     print(f"The coordinating process records a notebook (gradebook, result, feedback, stamp) in {record_s * 1000:.0f} ms "

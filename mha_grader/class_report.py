@@ -39,15 +39,15 @@ def histogram(totals: list[float], possible: float, bins: int) -> list[int]:
 
 def _bars(label: str, items: list[tuple[str, float]], top: float, unit: str) -> str:
     """A horizontal bar chart as inline SVG: one bar per (name, value), values out of ``top``."""
-    row, left, width = 22, 190, 300
+    row, left, width = 22, 165, 155  # 370 units wide: about 1:1 on a phone, labels at 12 px
     height = row * len(items) + 10
-    parts = [f"<svg viewBox='0 0 {left + width + 70} {height}' role='img' aria-label='{for_html(label)}'>"
+    parts = [f"<svg viewBox='0 0 {left + width + 50} {height}' role='img' aria-label='{for_html(label)}'>"
              f"<title>{for_html(label)}</title>"
              f"<line class='axis' x1='{left}' y1='0' x2='{left}' y2='{height}'/>"]
     for i, (name, value) in enumerate(items):
         y = i * row + 5
         w = width * value / top if top else 0
-        parts.append(f"<text class='label' x='{left - 6}' y='{y + 14}' text-anchor='end'>{for_html(name, 30)}</text>"
+        parts.append(f"<text class='label' x='{left - 6}' y='{y + 14}' text-anchor='end'>{for_html(name, 26)}</text>"
                      f"<rect class='bar' x='{left}' y='{y}' width='{w:.1f}' height='{row - 6}'/>"
                      f"<text class='label' x='{left + w + 4:.1f}' y='{y + 14}'>{value:g}{unit}</text>")
     return "".join(parts) + "</svg>"
@@ -68,7 +68,7 @@ def _cell(value) -> str:
 def page(assignment: str, totals: list[float], possible: float, tests: list[dict], mistakes: list[dict]) -> str:
     counts = histogram(totals, possible, 5)
     bins = [f"{low:g} to {high:g}" for low, high in bin_edges(possible, 5)]
-    rates = [(f"{t['notebook'].split('_', 1)[0]}/{t['test']}",
+    rates = [(f"{t['notebook'].split('_', 1)[0]}/{t['test'].removeprefix('test_')}",
               round(100 * t["passed"] / max(t["passed"] + t["failed"], 1))) for t in tests]
     parts = [f"<h1>Class report: {for_html(assignment)}</h1>",
              f"<p>{len(totals)} students; total score out of {possible:g}"

@@ -18,7 +18,7 @@ class GradebookWriter:
     """One open gradebook for a run; only the process that records results uses it."""
 
     def __init__(self, db_url: str, assignment: str):
-        self.gb = Gradebook(db_url)
+        self.gb = Gradebook(db_url, course_id="")  # "": nbgrader adds no stray "default_course" row
         self.assignment = assignment
         self.pending: list[tuple[str, str, list[dict]]] = []
         try:

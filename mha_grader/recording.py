@@ -54,7 +54,7 @@ class Recorder:
         self.cpu += time.thread_time() - cpu
 
     def cost(self) -> str:
-        """What recording cost this process per notebook: wall time (waits on the disk and the database
+        """What recording cost this process per notebook ("12.0 ms (CPU 2.8 ms)"): wall time (waits on the disk and the database
         included; inflated by other load on the machine) and CPU time."""
         n = max(self.count, 1)
-        return f"{self.seconds / n * 1000:.1f} ms per notebook (CPU {self.cpu / n * 1000:.1f} ms)"
+        return f"{self.seconds / n * 1000:.1f} ms (CPU {self.cpu / n * 1000:.1f} ms)"

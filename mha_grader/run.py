@@ -64,9 +64,16 @@ def grade(args) -> int:
     seconds = progress.elapsed()
     report.summary(course, results, failed, notes)
     if results:  # recording is the one serial part of a run: with many workers, this process must keep up
-        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording (gradebook, feedback) "
-              f"in this process: {recorder.seconds:.1f} s, {recorder.cost()}.")
+        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording {recorder.seconds:.1f} s.\n"
+              f"Per notebook in this process: recording {recorder.cost()}; all its CPU "
+              f"{_own_cpu() / len(results) * 1000:.1f} ms.")
     return 1 if failed else 0
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process alone (not the sandboxes it forks)."""
+    times = os.times()
+    return times.user + times.system
 
 
 def isolation_problems(course: Path) -> list[str]:
