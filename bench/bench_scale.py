@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,11 +61,27 @@ def generate(course: Path, students: int) -> int:
     return written
 
 
-def make_grade(course: Path, secret: Path) -> tuple[float, str, str]:
-    """(wall seconds, load before -> after, output) of `make grade COURSE=course` from the repository."""
+def make_grade(course: Path, secret: Path) -> tuple[float, str, str, list[tuple[str, float]]]:
+    """(wall seconds, load before -> after, output, [(phase, seconds)]) of `make grade COURSE=course`,
+    run from the repository; each output line is timed as it arrives, for the phases."""
     env = {**kit.env(), "MHA_GRADER_SECRET": str(secret)}
     env.pop("MHA_GRADER_DB_URL", None)
-    return bench_class.timed(["make", "--no-print-directory", "grade", f"COURSE={course}"], ROOT, env)
+    before = os.getloadavg()[0]
+    start = time.perf_counter()
+    proc = subprocess.Popen(["make", "--no-print-directory", "grade", f"COURSE={course}"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = [(time.perf_counter() - start, line) for line in proc.stdout]
+    wall = time.perf_counter() - start
+    if proc.wait() not in (0, 1):
+        sys.exit("make grade failed:\n" + "".join(line for _, line in lines[-40:]))
+    planning = next((t for t, line in lines if line.startswith("mha_grader: reading the course and planning")), 0.0)
+    grading = next((t for t, line in lines if line.startswith("grading ") and "notebook(s)" in line), planning)
+    phase = float(next(re.search(r"Grading took ([\d.]+) s", line).group(1) for _, line in lines
+                       if "Grading took" in line))
+    phases = [("start-up, fork servers, probe", planning), ("reading the class and planning the jobs", grading - planning),
+              ("grading (sandbox, judge, recording)", phase),
+              ("summary, CSV files, class report, nbgrader export", wall - grading - phase)]
+    return wall, f"{before:.1f} -> {os.getloadavg()[0]:.1f}", "".join(line for _, line in lines), phases
 
 
 def floor_per_notebook(course: Path, workers: int) -> tuple[float, int]:
@@ -99,7 +116,7 @@ def run(work: Path, students: int, stock_students: int) -> None:
     secret.chmod(0o600)
 
     print("make grade (the grader with its default workers, then nbgrader export) ...", flush=True)
-    wall, load, out = make_grade(course, secret)
+    wall, load, out, phases = make_grade(course, secret)
     phase = float(re.search(r"Grading took ([\d.]+) s", out).group(1))
     cost = re.search(r"in this process: recording ([\d.]+) ms \(CPU ([\d.]+) ms\); all its CPU ([\d.]+) ms", out)
     workers = os.cpu_count() or 1
@@ -125,6 +142,9 @@ def run(work: Path, students: int, stock_students: int) -> None:
           f"{phase / notebooks:.3f} | |")
     print(f"| stock `nbgrader autograde`, serial, a sample | {sample} | {stock_wall:.1f} | {sample / stock_wall:.2f} | "
           f"{stock_wall / sample:.3f} | {stock_load} |")
+    print("\n| phase of `make grade` | wall (s) |\n|---|---:|")
+    for name, seconds in phases:
+        print(f"| {name} | {seconds:.1f} |")
     print(f"\nTotal: {wall:.0f} s = {wall / 60:.1f} min for {notebooks} notebooks (goal < {GOAL_S / 60:.0f} min: "
           f"{'met' if wall < GOAL_S else 'NOT met'}); {(stock_wall / sample) / (wall / notebooks):.1f}x stock per notebook.")
     print(f"Coordinator per notebook: recording {cost.group(1)} ms wall, {cost.group(2)} ms CPU (goal <= 5 ms); "
