@@ -2,9 +2,9 @@
 
 Writes are batched: :meth:`GradebookWriter.record` queues one notebook's scores, :meth:`flush`
 commits every queued notebook in one transaction (one lookup of all their grade rows, one commit),
-and :meth:`close` flushes what is left. A notebook counts as graded only once its batch is
+and a caller flushes at the end and when it stops. A notebook counts as graded only once its batch is
 committed (the caller stamps it after :meth:`flush`), so a run stopped between two flushes loses
-nothing but the uncommitted batch, which the next run grades again.
+nothing but the uncommitted batch, which the next run grades again. :meth:`close` commits nothing.
 """
 import contextlib
 import warnings
@@ -83,11 +83,9 @@ class GradebookWriter:
         return {(student, notebook, cell): grade for grade, student, notebook, cell in rows}
 
     def close(self) -> None:
-        """Flush what is queued, then close (nothing queued is committed when the flush fails)."""
-        try:
-            self.flush()
-        finally:
-            self.gb.close()
+        """Close the gradebook; like any database connection, what was not flushed is not committed."""
+        self.pending = []
+        self.gb.close()
 
 
 @contextlib.contextmanager

@@ -57,10 +57,12 @@ def grade(args) -> int:
                 recorder.record(job, result)
                 results.append((job, result))
             progress.step()
-        recorder.flush()
     finally:
-        writer.close()
-        progress.done()
+        try:
+            recorder.flush()  # at the end and on a stop: what was graded is committed, then stamped
+        finally:
+            writer.close()
+            progress.done()
     seconds = progress.elapsed()
     report.summary(course, results, failed, notes)
     if results:  # recording is the one serial part of a run: with many workers, this process must keep up
