@@ -85,7 +85,7 @@ release: $(STAMP)
 
 ## grade: grade every new or changed submitted/<student>/mha/ in the sandbox, judged outside it; grades into
 ## nbgrader's gradebook, feedback/<student>/mha/*.html, class tables (grades_by_student.csv, mistakes.csv,
-## tests.csv, feedback/class_report.html). Extra options: make grade ARGS="--student ID --notebook 02_split_heads
+## tests.csv, class_report.html). Extra options: make grade ARGS="--student ID --notebook 02_split_heads
 ## --force --workers 4"; another course folder: make grade COURSE=/path/to/course. Needs no npm (no MathJax).
 ARGS ?=
 COURSE ?= $(CURDIR)

@@ -1,4 +1,6 @@
-"""The class report: one static HTML page beside the feedback (feedback/class_report.html).
+"""The class report: one static HTML page for the instructor, beside the feedback folder and the CSV files
+(class_report.html in the course folder: it quotes mistake labels, which may hold a student's text, so it
+is kept out of feedback/, whose pages go to the students).
 
 The distribution of the students' total scores and each test's pass rate as figures (inline SVG
 drawn here: no script, no request), each figure with a text alternative and the same numbers in a

@@ -15,7 +15,7 @@ to see more); the whole class goes to files next to nbgrader's grades.csv:
   (for a spreadsheet or an LMS import);
 * ``mistakes.csv``: each named mistake, how many students made it, and who;
 * ``tests.csv``: each test, how many students passed and failed it;
-* ``feedback/class_report.html``: the distribution and the pass rates as figures, the mistakes
+* ``class_report.html``: the distribution and the pass rates as figures, the mistakes
   (class_report.py).
 
 Every student-controlled string goes through text.for_terminal or text.for_csv on its way out.
@@ -149,7 +149,7 @@ def summary(course, results: list, failed: list, notes: list[str], out=None) -> 
                   "failed": handed_in[n] - passed[(n, g.id)]} for n, g in tests]
     _write(course.root / "tests.csv", ["notebook", "test", "points", "passed", "failed"], test_rows)
     possible = sum(g.points for _, g in tests)
-    report_path = class_report.write(course.root / "feedback" / "class_report.html", course.assignment,
+    report_path = class_report.write(course.root / "class_report.html", course.assignment,
                                      [r["total"] for r in rows], possible, test_rows, mistake_rows)
     lines = screen([r["total"] for r in rows], possible, mistake_rows, results, failed, notes,
                    report_path.relative_to(course.root))

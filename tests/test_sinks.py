@@ -116,7 +116,7 @@ def test_summary_of_200_students_fits_one_80_by_24_screen():
     failed = [{"student": f"s{i:03d}_a_rather_long_student_id", "notebook": P, "error": "InfraError: " + "x" * 300}
               for i in range(12)]
     notes = [f"submitted/x{i}\n: not a valid student id; ignored" for i in range(40)]
-    lines = report.screen(totals, 15, mistakes, [None] * 1000, failed, notes, Path("feedback/class_report.html"))
+    lines = report.screen(totals, 15, mistakes, [None] * 1000, failed, notes, Path("class_report.html"))
     assert len(lines) + 1 <= 24, "\n".join(lines)  # + the line with the run's timing
     assert max(len(line) for line in lines) <= 80, max(lines, key=len)
     shown = "\n".join(lines)
