@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from . import feedback, report
 
-BATCH = 100       # notebooks per gradebook transaction
+BATCH = 20        # notebooks per gradebook transaction at most
 FLUSH_S = 1.0     # ... or at least this often (a stopped run loses at most this much recording)
 
 
