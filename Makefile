@@ -78,21 +78,23 @@ bench-build: $(STAMP) $(MATHJAX_STAMP)
 
 ## release: the student versions exercises/mha/ from solutions/mha/ (nbgrader generate_assignment; fills gradebook.db)
 ASSIGNMENT := mha
-NBGRADER := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/nbgrader
+NBGRADER := PATH="$(CURDIR)/$(BIN):$$PATH" $(CURDIR)/$(BIN)/nbgrader
 .PHONY: release grade
 release: $(STAMP)
-	$(NBGRADER) generate_assignment $(ASSIGNMENT) --force
+	cd $(COURSE) && $(NBGRADER) generate_assignment $(ASSIGNMENT) --force
 
 ## grade: grade every new or changed submitted/<student>/mha/ in the sandbox, judged outside it; grades into
 ## nbgrader's gradebook, feedback/<student>/mha/*.html, class tables (grades_by_student.csv, mistakes.csv,
-## tests.csv). Extra options: make grade ARGS="--student ID --notebook 02_split_heads --force --workers 4"
+## tests.csv, class_report.html). Extra options: make grade ARGS="--student ID --notebook 02_split_heads
+## --force --workers 4"; another course folder: make grade COURSE=/path/to/course. Needs no npm (no MathJax).
 ARGS ?=
-GRADER := $(BIN)/python -m mha_grader --course $(CURDIR)
+COURSE ?= $(CURDIR)
+GRADER := $(CURDIR)/$(BIN)/python -m mha_grader --course $(COURSE)
 .PHONY: secret probe
-grade: $(STAMP) $(MATHJAX_STAMP)
-	@test -f gradebook.db || $(MAKE) --no-print-directory release
+grade: $(STAMP)
+	@test -f $(COURSE)/gradebook.db || $(MAKE) --no-print-directory release
 	$(GRADER) grade $(ARGS)
-	$(NBGRADER) export
+	cd $(COURSE) && $(NBGRADER) export
 
 ## secret: create the course secret the hidden test inputs are drawn from (once; kept outside the repository)
 secret: $(STAMP)
@@ -103,6 +105,10 @@ probe: $(STAMP)
 	$(GRADER) probe
 
 ## bench-class: grade a generated class of 200 submissions: ours (2 workers) vs stock nbgrader, then on Dask
-.PHONY: bench-class
+.PHONY: bench-class bench-scale
 bench-class: $(STAMP)
 	$(BIN)/python bench/bench_class.py
+
+## bench-scale: 1,000 students x 5 notebooks graded end to end by `make grade` here; stock nbgrader on a sample
+bench-scale: $(STAMP)
+	$(BIN)/python bench/bench_scale.py

@@ -130,8 +130,9 @@ def recording_cost(graded: Path, scratch: Path) -> float:
     """Seconds the coordinating process spends recording one result, with nothing else running: every
     result of ``graded`` recorded again in a copy (the serial part of a run, whatever the workers)."""
     sys.path.insert(0, str(ROOT))
-    from mha_grader import course as course_mod, run as grader
+    from mha_grader import course as course_mod, execute, feedback
     from mha_grader.gradebook import GradebookWriter
+    from mha_grader.recording import Recorder
 
     shutil.copytree(graded, scratch)
     course = course_mod.Course(scratch)
@@ -140,12 +141,17 @@ def recording_cost(graded: Path, scratch: Path) -> float:
         student, name = path.parts[-3], path.name.removesuffix(".result.json")
         submitted = course.folder("submitted", student) / f"{name}.ipynb"
         job = {"student": student, "notebook": name, "path": str(submitted) if submitted.exists() else None,
-               "key": "bench"}  # recording reads the notebook again (the run holds none of them)
-        jobs.append((job, json.loads(path.read_text())))
+               "key": "bench"}
+        result = json.loads(path.read_text())
+        nb, _ = execute.read(job)
+        result["feedback"] = feedback.render(course.releases[name], nb, result, student)  # done by the worker
+        jobs.append((job, result))
     writer = GradebookWriter(course.db_url, course.assignment)
+    recorder = Recorder(course, writer)
     start = time.perf_counter()
     for job, result in jobs:
-        grader._record(course, writer, job, result)
+        recorder.record(job, result)
+    recorder.flush()
     seconds = (time.perf_counter() - start) / len(jobs)
     writer.close()
     return seconds
@@ -180,7 +186,7 @@ def report(submissions: int, students: int, local, stock_run, dask, again: dict,
           f"{(best_dask / best_local - 1) * 100:+.1f}% (goal < 5%)")
     phase = {"local": best_local, "dask": best_dask}
     per_student = mean_local * CORES / students  # core-seconds per student (all notebooks): (a) and (a2)
-    contended = float(re.search(r"in this process: [\d.]+ s, (\d+) ms per notebook", local[2]).group(1)) / 1000
+    contended = float(re.search(r"in this process: recording ([\d.]+) ms", local[2]).group(1)) / 1000
     record_s = recording_cost(work / "local", work / "record")
     print(f"Measured cost: {per_job:.2f} core-s per submitted notebook, {per_student:.2f} core-s per student.")
     print(f"The coordinating process records a notebook (gradebook, result, feedback, stamp) in {record_s * 1000:.0f} ms "

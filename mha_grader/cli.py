@@ -11,12 +11,16 @@ import os
 import sys
 from pathlib import Path
 
-from . import run, secret
+from . import secret
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command that resumes a stopped run
+    if args.command == "grade":  # the grader's imports (nbgrader, SQLAlchemy) take seconds: say so first
+        from .report import status
+        status("loading the grader")
+    from . import run
     if args.command == "secret":
         try:
             print(f"Created the course secret {secret.create(args.force)} (keep it; never commit it).")

@@ -15,16 +15,20 @@ fingerprint (execute.fingerprint: the grader's and the checks' source, the packa
 worker plugin gives that resource only to a worker whose own fingerprint is the same, now or when it
 joins later, so a worker at another version never receives a job; the run says which worker and why.
 
-Each job is one Dask task whose key names its (student, notebook), what was graded and this run, so no
-job is submitted twice and none is left out. A sandbox failure (InfraError) is retried by Dask
-(``retries``); the job of a worker that dies is given to another worker (Dask's allowed-failures), and
+Each student is one Dask task (all of that student's notebooks: Dask's cost per task is paid once per
+student, not once per notebook), whose key names the student, what was graded and this run, so no job
+is submitted twice and none is left out. A sandbox failure of one notebook (InfraError) is tried again on
+the worker; a task that fails as a whole (the worker's sandbox does not isolate) is retried by Dask
+(``retries``); the task of a worker that dies is given to another worker (Dask's allowed-failures), and
 a result lost with its worker before it was fetched is computed again.
 """
 import functools
+import hashlib
 import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -36,7 +40,7 @@ from . import execute, sandbox
 PLUGIN = "mha-grader-version"
 LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
 
-WINDOW_PER_THREAD = 4  # jobs submitted ahead per worker thread (each holds its decoded notebook)
+WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their decoded notebooks)
 
 
 class Dask:
@@ -61,29 +65,33 @@ class Dask:
         self.release_tasks = {name: self.client.submit(_same, release, key=f"mha-release/{name}/{self.run_id}",
                                                        pure=False, resources={self.resource: 1})
                               for name, release in self.releases.items()}
-        self.waiting, self.running = iter(plan), as_completed()
+        self.waiting, self.running = iter(_per_student(plan)), as_completed()
         for _ in range(WINDOW_PER_THREAD * max(1, threads, self.workers)):
             self._submit_next()
 
     def _submit_next(self) -> None:
-        """The next job, its notebook read just now: only a window of them is decoded at once."""
-        job = next(self.waiting, None)
-        if job is None:
+        """The next student's jobs, their notebooks read just now: only a window of them is decoded at once."""
+        jobs = next(self.waiting, None)
+        if jobs is None:
             return
-        key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{self.run_id}"  # ids hold no "/"
+        what = hashlib.sha256("/".join(job["key"] for job in jobs).encode()).hexdigest()[:16]
+        key = f"mha-grade/{jobs[0]['student']}/{what}/{self.run_id}"  # ids hold no "/"
         assert key not in self.jobs, f"{key} planned twice"
-        self.jobs[key] = job
-        future = self.client.submit(grade_on_worker, self.release_tasks[job["notebook"]], execute.loaded(job),
+        self.jobs[key] = jobs
+        releases = {job["notebook"]: self.release_tasks[job["notebook"]] for job in jobs}
+        future = self.client.submit(grade_student_on_worker, releases, [execute.loaded(job) for job in jobs],
                                     self.limits, self.unsafe, execute.fingerprint(), key=key, pure=False,
                                     retries=execute.RETRIES, resources={self.resource: 1})
         self.pending.add(future)
         self.running.add(future)
 
     def results(self):
-        """(job, result) as jobs finish; each one done lets the next in."""
+        """(job, result) as tasks finish; each one done lets the next student in."""
         for future in self.running:
             self._submit_next()
-            yield self.jobs[future.key], _outcome(future)
+            jobs, outcome = self.jobs[future.key], _outcome(future)
+            for job, result in zip(jobs, outcome if isinstance(outcome, list) else [outcome] * len(jobs)):
+                yield job, result
             self.pending.discard(future)
             future.release()
 
@@ -202,11 +210,21 @@ def dask_teardown(server) -> None:
     sandbox.stop_servers()
 
 
-def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool, version: str) -> dict:
-    """execute.grade_job on a worker, after checking that it runs grader ``version`` (the resource it
-    was given for it says so already) and, once per worker process, that its sandbox isolates.
+def _per_student(plan: list[dict]) -> list[list[dict]]:
+    """The plan's jobs grouped by student, in the plan's order."""
+    groups: dict[str, list[dict]] = {}
+    for job in plan:
+        groups.setdefault(job["student"], []).append(job)
+    return list(groups.values())
 
-    A worker whose sandbox does not isolate raises InfraError for every job (Dask retries it,
+
+def grade_student_on_worker(releases: dict, jobs: list[dict], limits: sandbox.Limits, unsafe: bool,
+                            version: str) -> list[dict]:
+    """execute.attempt for each of one student's jobs on a worker, after checking that it runs grader
+    ``version`` (the resource it was given for it says so already) and, once per worker process, that
+    its sandbox isolates.
+
+    A worker whose sandbox does not isolate raises InfraError for the whole task (Dask retries it,
     perhaps elsewhere; in the end it is reported as not graded): it never grades unsandboxed.
     """
     if execute.fingerprint() != version:
@@ -216,7 +234,8 @@ def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool, ve
         if problems:
             raise execute.InfraError("the sandbox does not isolate student code on this worker: "
                                      + "; ".join(problems))
-    return execute.grade_job(release, job, limits, unsafe)
+    never = threading.Event()  # a stop reaches the worker's sandboxes through sandbox.end_all
+    return [execute.attempt(releases[job["notebook"]], job, limits, unsafe, never) for job in jobs]
 
 
 @functools.cache

@@ -21,7 +21,7 @@ from . import notebooks
 GRADER_VERSION = "1"
 MAX_ENTRIES = 1_000  # entries of one student's folder that are listed
 MAX_RENAMED = 10     # other .ipynb files of one student read to find a renamed notebook
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}$")
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}")  # matched whole (fullmatch)
 
 
 @dataclass
@@ -57,7 +57,7 @@ class Course:
         for entry in sorted(base.iterdir()) if base.is_dir() else []:
             if entry.is_symlink() or not entry.is_dir():
                 problems.append(f"submitted/{entry.name} is not a folder; ignored")
-            elif not STUDENT_ID.match(entry.name):
+            elif not STUDENT_ID.fullmatch(entry.name):
                 problems.append(f"submitted/{entry.name}: not a valid student id; ignored")
             elif (entry / self.assignment).is_dir() and not (entry / self.assignment).is_symlink():
                 found.append(entry.name)
@@ -115,11 +115,12 @@ class Course:
         except (OSError, ValueError):
             return {}
 
-    def stamp(self, student: str, notebook: str, key: str) -> None:
-        """Record ``notebook`` as graded (after its grades are committed): atomic replace."""
+    def stamp(self, student: str, keys: dict[str, str]) -> None:
+        """Record the notebooks of ``keys`` ({notebook: key}) as graded, after their grades are committed
+        (one atomic replace for them all)."""
         folder = self.folder("autograded", student)
         folder.mkdir(parents=True, exist_ok=True)
-        stamps = self.stamps(student) | {notebook: key}
+        stamps = self.stamps(student) | keys
         tmp = folder / ".graded.json.tmp"
         tmp.write_text(json.dumps(stamps, indent=1))
         os.replace(tmp, folder / ".graded.json")

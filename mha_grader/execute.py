@@ -16,7 +16,7 @@ import platform
 import threading
 from pathlib import Path
 
-from . import judging, notebooks, sandbox
+from . import feedback, judging, notebooks, sandbox
 
 RETRIES = 2  # a sandbox failure is tried this many more times
 PACKAGES = ("numpy", "torch", "nbgrader", "distributed")  # what the judge, the sandbox and the recording rest on
@@ -33,20 +33,23 @@ class WrongVersion(RuntimeError):
 
 
 def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
-    """One notebook, on any worker: the judge's result, or {"failed": sentence} when the grader itself
-    failed on it (reported once, never retried). Raises InfraError when the sandbox failed."""
+    """One notebook, on any worker: the judge's result with its feedback rendered here (not where it is
+    recorded), or {"failed": sentence} when the grader itself failed on it (reported once, never
+    retried). Raises InfraError when the sandbox failed."""
     try:
         nb, reason = read(job)
         result = judging.grade_notebook(release, nb, reason, job["cases"], limits, unsafe)
-    except sandbox.Ended:
+        if result["status"] == "infra":
+            raise InfraError("the sandbox returned nothing (" + ("; ".join(result["notes"]) or "no detail") + ")")
+        result["feedback"] = feedback.render(release, nb if result["status"] == "graded" else None, result,
+                                             job["student"])
+    except (sandbox.Ended, InfraError):
         raise
     except (OSError, sandbox.SandboxUnavailable) as err:
         raise InfraError(f"the sandbox could not run it ({sentence(err)})") from err
     except Exception as err:  # noqa: BLE001 - a bug of the grader: this notebook fails, the class goes on
         return {"failed": f"the grader itself failed on this notebook ({sentence(err)}); this is a bug in the "
                           "grader, not the student's doing"}
-    if result["status"] == "infra":
-        raise InfraError("the sandbox returned nothing (" + ("; ".join(result["notes"]) or "no detail") + ")")
     return result
 
 
@@ -137,15 +140,20 @@ class Threads:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def _attempt(self, job: dict) -> dict:
-        error = ""
-        for tries in range(RETRIES + 1):
-            if self.stopping.is_set():
-                return {"failed": "grading stopped before this notebook was graded"}
-            try:
-                return grade_job(self.releases[job["notebook"]], job, self.limits, self.unsafe)
-            except sandbox.Ended:
-                return {"failed": "grading stopped while this notebook was being graded"}
-            except InfraError as err:
-                error = str(err)
-                self.stopping.wait(0.5 * (tries + 1))
-        return {"failed": f"{error}; tried {RETRIES + 1} times"}
+        return attempt(self.releases[job["notebook"]], job, self.limits, self.unsafe, self.stopping)
+
+
+def attempt(release, job: dict, limits: sandbox.Limits, unsafe: bool, stopping: threading.Event) -> dict:
+    """grade_job, a sandbox failure tried again RETRIES times: the result, or {"failed": sentence}."""
+    error = ""
+    for tries in range(RETRIES + 1):
+        if stopping.is_set():
+            return {"failed": "grading stopped before this notebook was graded"}
+        try:
+            return grade_job(release, job, limits, unsafe)
+        except sandbox.Ended:
+            return {"failed": "grading stopped while this notebook was being graded"}
+        except InfraError as err:
+            error = str(err)
+            stopping.wait(0.5 * (tries + 1))
+    return {"failed": f"{error}; tried {RETRIES + 1} times"}

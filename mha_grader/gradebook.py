@@ -1,13 +1,22 @@
-"""Grades into nbgrader's own gradebook (formgrader and `nbgrader export` keep working)."""
+"""Grades into nbgrader's own gradebook (formgrader and `nbgrader export` keep working).
+
+Writes are batched: :meth:`GradebookWriter.record` queues one notebook's scores, :meth:`flush`
+commits every queued notebook in one transaction (one lookup of all their grade rows, one commit),
+and a caller flushes at the end and when it stops. A notebook counts as graded only once its batch is
+committed (the caller stamps it after :meth:`flush`), so a run stopped between two flushes loses
+nothing but the uncommitted batch, which the next run grades again. :meth:`close` commits nothing.
+"""
+import contextlib
 import warnings
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import (Assignment, Gradebook, GradeCell, Grade, MissingEntry, Notebook, Student,
+                          SubmittedAssignment, SubmittedNotebook)
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import SAWarning
 
 
 class GradebookWriter:
-    """One open gradebook for a run; only the process that judges outside the sandbox uses it."""
+    """One open gradebook for a run; only the process that records results uses it."""
 
     def __init__(self, db_url: str, assignment: str):
         course_id = _released_under(db_url, assignment)
@@ -16,23 +25,65 @@ class GradebookWriter:
                              "(nbgrader generate_assignment) first.")
         self.gb = Gradebook(db_url, course_id)  # nbgrader's default id would add a stray course row
         self.assignment = assignment
+        self.pending: list[tuple[str, str, list[dict]]] = []
 
     def record(self, student: str, notebook: str, tests: list[dict]) -> None:
-        """Auto scores of one notebook, committed together; a manual grade stays and is flagged."""
+        """Queue the auto scores of one notebook (committed by the next :meth:`flush`)."""
+        self.pending.append((student, notebook, tests))
+
+    def flush(self) -> list[tuple[str, str]]:
+        """Commit every queued notebook in one transaction; returns their (student, notebook)."""
+        if not self.pending:
+            return []
+        batch, self.pending = self.pending, []
+        students = sorted({student for student, _, _ in batch})
         try:
-            self.gb.find_submission(self.assignment, student)
-        except MissingEntry:
-            self.gb.update_or_create_student(student)
-            with warnings.catch_warnings():  # nbgrader 0.9.6 under SQLAlchemy 2.1: harmless autoflush notices
-                warnings.simplefilter("ignore", SAWarning)
+            self._add_submissions(students)
+            grades = self._grades(students)
+            for student, notebook, tests in batch:
+                for test in tests:
+                    grade = grades.get((student, notebook, test["id"]))
+                    if grade is None:
+                        raise MissingEntry(f"the gradebook has no grade {test['id']!r} of {notebook} for {student}")
+                    grade.auto_score = test["score"]
+                    grade.needs_manual_grade = grade.manual_score is not None  # a manual grade stays, flagged
+            self.gb.db.commit()
+        except BaseException:
+            self.gb.db.rollback()
+            raise
+        return [(student, notebook) for student, notebook, _ in batch]
+
+    def _add_submissions(self, students: list[str]) -> None:
+        """A submission (nbgrader's rows for every notebook and cell) for each student who has none yet,
+        in the batch's transaction: nbgrader's own add_submission, its per-student commit made a flush."""
+        known = {sid for (sid,) in self.gb.db.query(Student.id)
+                 .join(SubmittedAssignment, SubmittedAssignment.student_id == Student.id)
+                 .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+                 .filter(Assignment.name == self.assignment, Student.id.in_(students))}
+        new = [s for s in students if s not in known]
+        if not new:
+            return
+        with _commit_is_flush(self.gb.db), warnings.catch_warnings():
+            warnings.simplefilter("ignore", SAWarning)  # nbgrader 0.9.6 under SQLAlchemy 2.1: autoflush notices
+            for student in new:
+                self.gb.update_or_create_student(student)
                 self.gb.add_submission(self.assignment, student)
-        for test in tests:
-            grade = self.gb.find_grade(test["id"], notebook, self.assignment, student)
-            grade.auto_score = test["score"]
-            grade.needs_manual_grade = grade.manual_score is not None
-        self.gb.db.commit()
+
+    def _grades(self, students: list[str]) -> dict[tuple[str, str, str], Grade]:
+        """{(student, notebook, grade cell): its Grade row} for the batch's students, in one query."""
+        rows = (self.gb.db.query(Grade, Student.id, Notebook.name, GradeCell.name)
+                .join(GradeCell, GradeCell.id == Grade.cell_id)
+                .join(SubmittedNotebook, SubmittedNotebook.id == Grade.notebook_id)
+                .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
+                .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
+                .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
+                .join(Student, Student.id == SubmittedAssignment.student_id)
+                .filter(Assignment.name == self.assignment, Student.id.in_(students)))
+        return {(student, notebook, cell): grade for grade, student, notebook, cell in rows}
 
     def close(self) -> None:
+        """Close the gradebook; like any database connection, what was not flushed is not committed."""
+        self.pending = []
         self.gb.close()
 
 
@@ -51,3 +102,13 @@ def _released_under(db_url: str, assignment: str) -> str | None:
     if row is None:
         return None
     return row[0] if row[0] in courses or not courses else courses[0]
+
+
+@contextlib.contextmanager
+def _commit_is_flush(session):
+    """Within the block, ``session.commit()`` only flushes (the caller commits once, after it)."""
+    session.commit = session.flush
+    try:
+        yield
+    finally:
+        del session.commit

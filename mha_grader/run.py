@@ -16,19 +16,18 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from mha_checks.hidden import hidden_cases
 from sqlalchemy.exc import DBAPIError
 
-from . import course as course_mod, execute, feedback, notebooks, report, sandbox
+from . import course as course_mod, execute, notebooks, report, sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter
 from .lock import CourseLock, Held
+from .recording import Recorder
 
-MATHJAX = Path(__file__).resolve().parents[1] / ".cache" / "site-extra" / "mathjax"  # made by `make book`
 EXIT_FAILED, EXIT_MISSING, EXIT_NO_ISOLATION, EXIT_LOCKED, EXIT_NOT_RECORDED, EXIT_WORKERS = 1, 2, 3, 4, 5, 6
 
 
@@ -115,34 +114,36 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
     else:
         with stop.waiting():
             if not args.scheduler:  # the jobs run here: torch's server (seconds) starts while the probe runs
+                report.status("starting the sandbox's fork servers")
                 sandbox.start_servers()
+            report.status("checking that the sandbox isolates student code (probe)")
             problems = isolation_problems(root)
         if problems:
             print("Refusing to grade: the sandbox does not isolate student code on this machine:\n  "
                   + "\n  ".join(problems) + "\n(See the README's instructor section; --unsafe-no-sandbox "
                   "exists for testing your own notebooks only.)", file=sys.stderr)
             return EXIT_NO_ISOLATION
+    report.status("reading the course and planning the jobs")
     with stop.waiting():
         course = course_mod.Course(root, args.assignment, args.db_url)
         plan, notes = _plan(course, key, args)
     try:
         writer = GradebookWriter(course.db_url, course.assignment)
-        feedback.copy_mathjax(MATHJAX, course.root / "feedback")
     except Exception as err:  # noqa: BLE001 - said in one sentence, see _not_recorded
         print(f"Grading did not start: {_not_recorded(err, course)}. Rerun: {resume}", file=sys.stderr)
         return EXIT_NOT_RECORDED
     try:
-        return _run(args, course, plan, notes, writer, stop, resume)
+        return _run(args, course, plan, notes, Recorder(course, writer), stop, resume)
     finally:
         _close_quietly(writer)
 
 
-def _run(args, course, plan: list[dict], notes: list[str], writer, stop: Stop, resume: str) -> int:
+def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, stop: Stop, resume: str) -> int:
     """Execute the plan, recording each result as it arrives; stop cleanly when told or when recording fails."""
     limits = sandbox.Limits(test_s=args.test_seconds, test_cpu_s=max(1, int(args.test_seconds)),
                             notebook_s=args.notebook_seconds)
-    results, failed, recording = [], [], 0.0
-    progress = report.Progress(len(plan))
+    results, failed = [], []
+    progress = report.Progress(len(plan), "Dask" if args.scheduler else f"{max(1, args.workers)} worker(s)")
     backend = None
     try:
         with stop.waiting():
@@ -155,10 +156,8 @@ def _run(args, course, plan: list[dict], notes: list[str], writer, stop: Stop, r
             if arrival is None:
                 break
             job, result = arrival
-            start = time.monotonic()
             if "failed" not in result:
-                result = _record_or_stop(course, writer, job, result)
-            recording += time.monotonic() - start
+                result = _record_or_stop(course, recorder, job, result)
             if "failed" in result:
                 job["error"] = result["failed"]
                 failed.append(job)
@@ -166,12 +165,15 @@ def _run(args, course, plan: list[dict], notes: list[str], writer, stop: Stop, r
                 results.append((job, result))
             progress.step()
             stop.check()
+        _flush_or_stop(course, recorder)
         notes += backend.notes()
     except Stopped:
+        _flush_quietly(course, recorder, results)  # what was graded is committed, then stamped
         _stopped(backend, progress, f"Stopped by {stop.name()}", results, plan, resume)
         backend = None
         return 128 + stop.signal
     except NotRecorded as err:
+        _flush_quietly(course, recorder, results)
         _stopped(backend, progress, f"Grading stopped: {err}", results, plan, resume)
         backend = None
         return EXIT_NOT_RECORDED
@@ -194,9 +196,16 @@ def _run(args, course, plan: list[dict], notes: list[str], writer, stop: Stop, r
               f"write the tables: {resume}", file=sys.stderr)
         return EXIT_NOT_RECORDED
     if results:  # recording is the one serial part of a run: with many workers, this process must keep up
-        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording (gradebook, feedback) "
-              f"in this process: {recording:.1f} s, {recording / len(results) * 1000:.0f} ms per notebook.")
+        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording {recorder.seconds:.1f} s.\n"
+              f"Per notebook in this process: recording {recorder.cost()}; all its CPU "
+              f"{_own_cpu() / len(results) * 1000:.1f} ms.")
     return EXIT_FAILED if failed else 0
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process alone (not the sandboxes it forks)."""
+    times = os.times()
+    return times.user + times.system
 
 
 def _backend(args, course, limits: sandbox.Limits):
@@ -218,11 +227,11 @@ def _stopped(backend, progress, why: str, results: list, plan: list[dict], resum
           f"Resume with: {resume}", file=sys.stderr, flush=True)
 
 
-def _record_or_stop(course, writer, job: dict, result: dict) -> dict:
+def _record_or_stop(course, recorder: Recorder, job: dict, result: dict) -> dict:
     """Record ``result``; raises NotRecorded when the gradebook or the disk fails (the run stops), and
     turns any other error (a bug, on this notebook's data) into this notebook's failure: the run goes on."""
     try:
-        _record(course, writer, job, result)
+        recorder.record(job, result)  # files now; grades and stamp with its batch
     except (OSError, DBAPIError) as err:
         _unrecord(course, job)
         raise NotRecorded(_not_recorded(err, course)) from err
@@ -242,6 +251,28 @@ def _unrecord(course, job: dict) -> None:
             path.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+def _flush_or_stop(course, recorder: Recorder) -> None:
+    """Commit the last batch; raises NotRecorded when the gradebook or the disk fails."""
+    try:
+        recorder.flush()
+    except (OSError, DBAPIError) as err:
+        raise NotRecorded(_not_recorded(err, course)) from err
+
+
+def _flush_quietly(course, recorder: Recorder, results: list) -> None:
+    """On a stop: commit what was graded; what cannot be committed leaves no file behind (graded again)
+    and leaves ``results``."""
+    try:
+        _flush_or_stop(course, recorder)
+    except NotRecorded as err:
+        print(f"The last results were not recorded: {err}; the next run grades them again.", file=sys.stderr)
+    lost = set(recorder.keys)  # queued, never committed: nobody reads a half-done record
+    for student, name in lost:
+        _unrecord(course, {"student": student, "notebook": name})
+    recorder.keys.clear()
+    results[:] = [(job, result) for job, result in results if (job["student"], job["notebook"]) not in lost]
 
 
 def _not_recorded(err: BaseException, course) -> str:
@@ -319,14 +350,3 @@ def _plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
                                                                                   student, content))
                                    for g in course.releases[name].grade_cells}})
     return plan, notes
-
-
-def _record(course, writer, job: dict, result: dict) -> None:
-    """Gradebook first, then feedback, then the stamp that marks the notebook graded."""
-    student, name = job["student"], job["notebook"]
-    writer.record(student, name, result["tests"])
-    report.save(course, student, name, result)
-    nb, _ = execute.read({k: v for k, v in job.items() if k != "nb"})  # read again, one at a time
-    feedback.write(course.folder("feedback", student), course.folder("autograded", student),
-                   course.releases[name], nb if result["status"] == "graded" else None, result, student)
-    course.stamp(student, name, job["key"])

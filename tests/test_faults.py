@@ -236,9 +236,6 @@ def small_disk(course):
     folder.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(folder)], check=True)
     try:
-        from mha_grader import run
-        if run.MATHJAX.is_dir():  # copied at the start of every run: room for it first
-            shutil.copytree(run.MATHJAX, folder / "mathjax")
         free = shutil.disk_usage(folder).free
         with open(folder / "ballast", "wb") as fh:  # leaves about 120 kB: a few notebooks' pages
             fh.write(b"\0" * max(0, free - 120_000))

@@ -169,7 +169,7 @@ def grade(course: Path, *args: str, timeout: float = 900) -> subprocess.Complete
 def course_files(course: Path) -> dict[str, str]:
     """sha256 of every course file a student must not change (not the grader's own outputs)."""
     import hashlib
-    outputs = {"autograded", "feedback", "gradebook.db"}
+    outputs = {"autograded", "feedback", "gradebook.db", "class_report.html"}
     return {str(p.relative_to(course)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(course.rglob("*")) if p.is_file() and not p.is_symlink()
             and p.relative_to(course).parts[0] not in outputs and not p.name.endswith(".csv")}

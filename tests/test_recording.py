@@ -1,0 +1,66 @@
+"""Recording in the coordinating process: grades are committed in batches, a notebook is stamped as
+graded only once its batch is committed, and a failing batch commits nothing."""
+import json
+
+import pytest
+from nbgrader.api import Gradebook, MissingEntry
+
+from mha_grader import course as course_mod, feedback
+from mha_grader.gradebook import GradebookWriter
+from mha_grader.recording import Recorder
+from submissions import kit
+
+P = "01_project"
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    return kit.make_course(tmp_path_factory.mktemp("recording") / "course")
+
+
+def _result(course_obj, score: float) -> dict:
+    release = course_obj.releases[P]
+    tests = [{"id": g.id, "points": g.points, "score": score * g.points, "message": "" if score else "wrong",
+              "mistake": None if score else "wrong values"} for g in release.grade_cells]
+    result = {"tests": tests, "notes": [], "status": "graded", "seconds": 0.1}
+    result["feedback"] = feedback.render(release, None, result, "x")
+    return result
+
+
+def _booked(course, student: str) -> dict:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="") as gb:
+        try:
+            nb = gb.find_submission_notebook(P, "mha", student)
+        except MissingEntry:
+            return {}
+        return {g.name: g.auto_score for g in nb.grades}
+
+
+def test_grades_and_stamps_wait_for_the_batch_commit(course):
+    course_obj = course_mod.Course(course)
+    writer = GradebookWriter(course_obj.db_url, "mha")
+    recorder = Recorder(course_obj, writer)
+    recorder.last_flush += 3600  # no flush by time in this test
+    for student, score in (("r1", 1.0), ("r2", 0.0)):
+        recorder.record({"student": student, "notebook": P, "key": f"k-{student}"}, _result(course_obj, score))
+    assert _booked(course, "r1") == {} and course_obj.stamps("r1") == {}  # queued, not committed
+    assert (course / "feedback" / "r1" / "mha" / f"{P}.html").is_file()  # the files are written at once
+    recorder.flush()
+    full = {g.id: g.points for g in course_obj.releases[P].grade_cells}
+    assert _booked(course, "r1") == full and _booked(course, "r2") == {g: 0.0 for g in full}
+    assert course_obj.stamps("r1") == {P: "k-r1"} and course_obj.stamps("r2") == {P: "k-r2"}
+    stored = json.loads((course / "autograded" / "r1" / "mha" / f"{P}.result.json").read_text())
+    assert "feedback" not in stored  # the rendered pages are files, not part of the stored result
+    writer.close()
+
+
+def test_a_batch_that_fails_commits_nothing(course):
+    course_obj = course_mod.Course(course)
+    writer = GradebookWriter(course_obj.db_url, "mha")
+    good = _result(course_obj, 1.0)["tests"]
+    writer.record("r3", P, good)
+    writer.record("r4", P, [{**good[0], "id": "no_such_test"}])
+    with pytest.raises(MissingEntry, match="no_such_test"):
+        writer.flush()
+    writer.close()
+    assert _booked(course, "r3") == {} and _booked(course, "r4") == {}
