@@ -597,7 +597,7 @@ def test_head_selector_markup_carries_the_weights_and_escapes_labels():
     assert spec["heads"] == ["head 1", "head 2", "head 3"]
     assert spec["groups"] == ["Layer 1", "Layer 2"]
     assert spec["query"][1] == "</script><b>" and spec["key"] == list("vwxyz")
-    assert np.allclose(spec["weights"], np.round(w, 3))
+    assert spec["scale"] == 1000 and np.allclose(np.array(spec["weights"]) / 1000, np.round(w, 3))
     assert "<b>" not in html.replace(data.group(0), "") and "T &amp; &lt;i&gt;" in html
     assert html.count('class="head-selector-cell"') == 4 * 5    # the static picture: one head
     assert head_selector_html(w[0], list("abcd"), list("vwxyz"))._repr_html_().startswith(
