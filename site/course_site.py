@@ -70,8 +70,10 @@ def figure_alt(app, doctree, docname) -> None:
     for node in doctree.findall(nodes.image):
         if node.get("alt") or not node["uri"].endswith(".svg"):
             continue
-        _, path = app.env.relfn2path(node["uri"], docname)
-        svg = Path(path).read_text(encoding="utf-8", errors="replace")
+        # myst-nb's outputs are named from the source folder (_build/jupyter_execute/<hash>.svg)
+        candidates = [Path(app.srcdir) / node["uri"], Path(app.env.relfn2path(node["uri"], docname)[1])]
+        path = next((p for p in candidates if p.is_file()), None)
+        svg = path.read_text(encoding="utf-8", errors="replace") if path else ""
         found = SVG_TITLE.search(SVG_AGENT.sub("", svg))
         if found:
             node["alt"] = html.unescape(found.group(1))

@@ -297,7 +297,9 @@ def test_every_page_in_three_views_is_clean_typeset_accessible_and_light(browser
         try:
             page = watch.open(rel)
             problems += [f"{rel}: {p}" for p in watch.problems]
-            visible = page.locator("body").inner_text()
+            visible = page.evaluate("() => { const b = document.body.cloneNode(true);"   # prose, not code
+                                    " b.querySelectorAll('pre, code, script').forEach(e => e.remove());"
+                                    " return b.textContent; }")
             if RAW_TEX.search(visible):
                 problems.append(f"{rel}: raw TeX on screen: {RAW_TEX.search(visible)[0]!r}")
             problems += [f"{rel}: {v}" for v in _axe(page)]
