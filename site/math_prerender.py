@@ -71,7 +71,8 @@ def render_site(outdir: Path, node_modules: Path) -> int:
             pages.append((path, text, found))
     if not pages:
         return 0
-    request = [{"font_url": os.path.relpath(outdir / FONTS, path.parent).replace(os.sep, "/"),
+    request = [{"page": path.relative_to(outdir).as_posix(),
+                "font_url": os.path.relpath(outdir / FONTS, path.parent).replace(os.sep, "/"),
                 "math": [[_tex(m.group(2)), display] for m, display in found]}
                for path, _, found in pages]
     run = subprocess.run(["node", str(SCRIPT), str(node_modules)], input=json.dumps(request),

@@ -3,7 +3,7 @@
 //
 //   node render_math.js NODE_MODULES < pages.json > rendered.json
 //
-// stdin:  [{"font_url": "../mathjax/fonts", "math": [[tex, display], ...]}, ...]  (one entry a page)
+// stdin:  [{"page": "chapters/x.html", "font_url": "../mathjax/fonts", "math": [[tex, display], ...]}, ...]
 // stdout: [{"html": ["<mjx-container ...>", ...], "css": "..."}, ...]             (same order)
 // Each formula becomes CHTML (drawn with MathJax's TeX web fonts, served by the site) plus a hidden
 // MathML copy that screen readers read (MathJax's assistive-mml). A TeX error ends the run with
@@ -12,7 +12,7 @@
 const path = require("path");
 const fs = require("fs");
 
-const modules = process.argv[2];
+const modules = path.resolve(process.argv[2]);
 const mj = (name) => require(path.join(modules, "mathjax-full", "js", name));
 const { mathjax } = mj("mathjax.js");
 const { TeX } = mj("input/tex.js");
@@ -22,6 +22,7 @@ const { RegisterHTMLHandler } = mj("handlers/html.js");
 const { AssistiveMmlHandler } = mj("a11y/assistive-mml.js");
 const { AllPackages } = mj("input/tex/AllPackages.js");
 
+const MATHML_XMLNS = / xmlns="http:\/\/www\.w3\.org\/1998\/Math\/MathML"/g;
 const adaptor = liteAdaptor({ fontSize: 16 });
 AssistiveMmlHandler(RegisterHTMLHandler(adaptor));
 
@@ -34,9 +35,10 @@ function renderPage(page) {
   const doc = mathjax.document("", { InputJax: tex, OutputJax: chtml });
   const html = page.math.map(([source, display]) => {
     try {
-      return adaptor.outerHTML(doc.convert(source, { display }));
+      // In HTML, <math> is MathML without its xmlns (the parser knows it): 44 bytes a formula less.
+      return adaptor.outerHTML(doc.convert(source, { display })).replace(MATHML_XMLNS, "");
     } catch (err) {
-      throw new Error(`TeX error in ${JSON.stringify(source)}: ${err.message}`);
+      throw new Error(`${page.page}: TeX error in ${JSON.stringify(source)}: ${err.message}`);
     }
   });
   return { html, css: adaptor.textContent(chtml.styleSheet(doc)) };
