@@ -582,6 +582,15 @@ def test_phone_shows_every_column_of_a_head_map_and_no_fullscreen_button(phone):
         right = maps.nth(n).bounding_box()["x"] + maps.nth(n).bounding_box()["width"]
         box = maps.nth(n).locator("xpath=..")
         assert right <= 390 and "scroll-cue-right" not in (box.get_attribute("class") or ""), right
+    # Its values table is wider than a phone: a box that scrolls sideways from the keyboard.
+    viewer = page.locator("div.head-selector").first
+    viewer.locator(".head-selector-values > summary").tap()
+    table_box = viewer.locator(".head-selector-table")
+    page.wait_for_function("b => b.getAttribute('tabindex') === '0'", arg=table_box.element_handle())
+    assert table_box.evaluate("b => b.scrollWidth > b.clientWidth")
+    table_box.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("b => b.scrollLeft > 0", arg=table_box.element_handle())
     assert not phone.problems, "\n".join(phone.problems)
 
 

@@ -156,7 +156,7 @@
     var best = [0, 0];
     m.forEach(function (row, i) { row.forEach(function (v, j) { if (v > m[best[0]][best[1]]) { best = [i, j]; } }); });
     return "Showing " + describe(spec, g, h) + ". Strongest weight " +
-      m[best[0]][best[1]].toFixed(spec.digits) + ", from query " + q[best[0]] + " to key " + k[best[1]] + ".";
+      m[best[0]][best[1]].toFixed(spec.digits) + ", from query \u201c" + q[best[0]] + "\u201d to key \u201c" + k[best[1]] + "\u201d.";
   }
 
   function select(cls, labelText, names) {
