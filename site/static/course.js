@@ -2,7 +2,7 @@
  *
  * 1. Wide boxes (tables, display equations, code, head-selector maps) scroll sideways inside
  *    their own box on a phone (head-selector maps shrink to fit instead); this marks the side(s) with more content (scroll-cue-left/-right),
- *    and course.css fades that edge so the reader sees there is more. A box that scrolls and holds
+ *    and course.css shades that edge (under the text) so the reader sees there is more. A box that scrolls and holds
  *    nothing focusable becomes a Tab stop, so the arrow keys scroll it.
  * 2. The "/" key opens the search (as Ctrl+K does), unless the reader is typing in a field.
  *
