@@ -52,11 +52,9 @@ def hide_unset_buttons(app, config):
 def visit_hidden_cell(self, node) -> None:
     """myst-nb's "Show code cell source" toggle, named by its visible text: myst-nb 1.4 gives the
     <summary> an aria-label "Toggle hidden content" that matches no word on screen (WCAG 2.5.3)."""
-    from html import escape
-
     self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n'
-                     f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n'
-                     f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n</summary>\n')
+                     f'<p class="collapsed admonition-title">{html.escape(node["prompt_show"])}</p>\n'
+                     f'<p class="expanded admonition-title">{html.escape(node["prompt_hide"])}</p>\n</summary>\n')
 
 
 SVG_TITLE = re.compile(r"<dc:title>(.*?)</dc:title>", re.S)
