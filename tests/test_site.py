@@ -305,6 +305,7 @@ def test_every_page_in_three_views_is_clean_typeset_accessible_and_light(browser
                 problems.append(f"{rel}: raw TeX on screen: {RAW_TEX.search(visible)[0]!r}")
             if view == "desktop dark":   # everything folded open too: code, answers, value tables
                 page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+                page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running')")
             problems += [f"{rel}: {v}" for v in _axe(page)]
             if view == "desktop light":
                 weights[page.url] = _weight(page, rel, log)
