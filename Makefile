@@ -49,8 +49,8 @@ lock:
 clean:
 	rm -rf _build
 
-## mathjax: MathJax 3 from the npm registry (pinned), trimmed and served by the site itself (no CDN);
-## its components are loaded one by one (site/static/course.js), the 430 kB menu only when asked for
+## mathjax: MathJax 3 from the npm registry (pinned), trimmed: the grader's feedback pages load it
+## (mha_grader/feedback.py); the site renders its maths at build time instead (site-node below)
 MATHJAX_VERSION := 3.2.2
 MATHJAX_NPM := .cache/mathjax
 MATHJAX_SITE := .cache/site-extra/mathjax
@@ -72,8 +72,29 @@ $(MATHJAX_STAMP):
 	  && cp es5/sre/mathmaps/base.json es5/sre/mathmaps/en.json $(CURDIR)/$(MATHJAX_SITE)/sre/mathmaps/
 	touch $@
 
+## site-node: the site's build-time JavaScript from the npm registry (pinned, no CDN): mathjax-full renders
+## every formula into HTML (CHTML + MathML for screen readers) when the book is built, so pages load no
+## maths JavaScript (site/render_math.js); its TeX fonts are served by the site (.cache/site-math, copied
+## into _build/html/mathjax/fonts by html_extra_path). axe-core is what tests/test_site.py injects.
+MATHJAX_FULL_VERSION := 3.2.2
+AXE_VERSION := 4.14.1
+SITE_NODE := .cache/node
+SITE_MATH := .cache/site-math/mathjax
+SITE_NODE_STAMP := $(SITE_NODE)/.installed-mathjax-full-$(MATHJAX_FULL_VERSION)-axe-$(AXE_VERSION)
+.PHONY: site-node
+book: $(SITE_NODE_STAMP)
+site-node: $(SITE_NODE_STAMP)
+$(SITE_NODE_STAMP):
+	rm -rf $(SITE_NODE) $(SITE_MATH)
+	npm install --prefix $(SITE_NODE) --no-audit --no-fund --loglevel=error \
+	  mathjax-full@$(MATHJAX_FULL_VERSION) axe-core@$(AXE_VERSION)
+	mkdir -p $(SITE_MATH)/fonts
+	cp $(SITE_NODE)/node_modules/mathjax-full/LICENSE $(SITE_MATH)/
+	cp $(SITE_NODE)/node_modules/mathjax-full/es5/output/chtml/fonts/woff-v2/*.woff $(SITE_MATH)/fonts/
+	touch $@
+
 ## bench-build: time a cold build, a no-change rebuild and rebuilds after touching/editing one chapter
-bench-build: $(STAMP) $(MATHJAX_STAMP)
+bench-build: $(STAMP) $(MATHJAX_STAMP) $(SITE_NODE_STAMP)
 	$(BIN)/python bench/bench_build.py
 
 ## release: the student versions exercises/mha/ from solutions/mha/ (nbgrader generate_assignment; fills gradebook.db)

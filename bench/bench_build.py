@@ -12,7 +12,7 @@ each build executed (from myst-nb's log: "Executing notebook" vs "Using cached n
    it, is executed again.
 
 It works on a scratch copy of the book (git-tracked and untracked-but-not-ignored files, plus
-the MathJax copy in .cache/site-extra), so it never deletes the checkout's _build nor edits a
+the maths fonts and build-time MathJax in .cache), so it never deletes the checkout's _build nor edits a
 chapter there. `--keep` leaves the copy for inspection.
 
     make bench-build            # or: .venv/bin/python bench/bench_build.py [--chapter NAME]
@@ -31,7 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 JB = ROOT / ".venv" / "bin" / "jupyter-book"
-EXTRA = Path(".cache") / "site-extra"
+EXTRA = Path(".cache") / "site-math"      # the TeX fonts the site serves (make site-node)
+NODE = Path(".cache") / "node"            # mathjax-full, which typesets the maths at build time
 LOG_LINE = re.compile(r"(?P<path>\S+\.(?:md|ipynb)): (?P<what>Executing notebook|"
                       r"Using cached notebook|Executed notebook in (?P<secs>[\d.]+) seconds)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -46,9 +47,11 @@ def copy_book(dest: Path) -> None:
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
-    if not (ROOT / EXTRA).is_dir():
-        sys.exit(f"{EXTRA} is missing: run `make mathjax` first (make bench-build does)")
+    for needed in (EXTRA, NODE):
+        if not (ROOT / needed).is_dir():
+            sys.exit(f"{needed} is missing: run `make site-node` first (make bench-build does)")
     shutil.copytree(ROOT / EXTRA, dest / EXTRA)
+    (dest / NODE).symlink_to(ROOT / NODE)
 
 
 def build(book: Path) -> tuple[float, dict[str, str], dict[str, float], int, str]:

@@ -1,8 +1,16 @@
 """Attention-weight heatmaps for the chapters (matplotlib). No maths here, only pictures.
 
 Call :func:`setup` once per notebook: figures then come out as SVG (sharp on any screen, text
-stays text) with fonts large enough to read on a phone.
+stays text) with fonts large enough to read on a phone. Show a figure with :func:`show`, which
+gives it its text alternative: :func:`describe` reads the figure's panels, axes and colour scale
+from the figure itself, and the chapter adds the point it makes, computed like any number. The
+text travels in the SVG's metadata (``dc:title``); the site puts it in the ``<img alt>``
+(site/course_site.py).
 """
+import io
+import re
+from collections import defaultdict
+
 import numpy as np
 import matplotlib.pyplot as plt
 
@@ -90,6 +98,65 @@ def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=4
             ax.set_ylabel("")
     fig.colorbar(image, ax=axes, shrink=0.8 if nrows > 1 else 1.0, label="attention weight")
     return fig
+
+
+def _plain(text: str) -> str:
+    """Axis text without TeX markup: ``$d_{\\mathrm{model}}$`` -> ``d_model``."""
+    text = re.sub(r"\\(?:mathrm|mathbf|operatorname)\{([^}]*)\}", r"\1", text)
+    return " ".join(re.sub(r"[$\\{}]", "", text).split())
+
+
+def _axis(ax, which: str) -> tuple[str, str]:
+    """(label, tick range) of one axis, e.g. ("query", "the to mat")."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    if ax.images:                                                # a heatmap: its rows/columns
+        ticks = [_plain(t.get_text()) for t in axis.get_ticklabels() if t.get_text()]
+        span = f"{ticks[0]} to {ticks[-1]}" if len(ticks) > 1 else ""
+    elif axis.get_ticklabels():                                  # numbers: the visible range
+        low, high = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
+        span = f"{low:.3g} to {high:.3g}" + (" (log scale)" if axis.get_scale() == "log" else "")
+    else:
+        span = ""
+    return _plain(axis.get_label_text()), span
+
+
+def describe(fig) -> str:
+    """What a figure shows, read from it: its title, then its panels grouped by kind (heatmap,
+    line chart) with their titles, axes and colour scale."""
+    groups = defaultdict(list)
+    for ax in fig.axes:
+        if ax.get_label() == "<colorbar>" or not ax.has_data():
+            continue
+        kind = "heatmap" if ax.images else "line chart" if ax.lines else "chart"
+        scale = ("colour from {:g} to {:.3g}".format(*ax.images[0].get_clim()) if ax.images else "")
+        groups[(kind, _axis(ax, "x")[1], _axis(ax, "y")[1], scale)].append(ax)
+    parts = []
+    for (kind, x_span, y_span, scale), axes in groups.items():
+        titles = [_plain(ax.get_title()) for ax in axes if ax.get_title()]
+        x_label = next((_axis(ax, "x")[0] for ax in axes if ax.get_xlabel()), "")
+        y_label = next((_axis(ax, "y")[0] for ax in axes if ax.get_ylabel()), "")
+        what = f"{len(axes)} {kind}s" if len(axes) > 1 else f"a {kind}"
+        text = what + (f" ({'; '.join(titles)})" if titles else "")
+        axes_text = [f"{side} {label}" + (f" {span}" if span else "") for side, label, span in
+                     (("across:", x_label, x_span), ("down:", y_label, y_span)) if label or span]
+        lines = sorted({_plain(line.get_label()) for ax in axes for line in ax.lines
+                        if not line.get_label().startswith("_")})
+        extra = axes_text + ([scale] if scale else []) + ([f"lines: {', '.join(lines)}"] if lines else [])
+        parts.append(text + (", " + ", ".join(extra) if extra else ""))
+    title = _plain(fig._suptitle.get_text()) + ". " if fig._suptitle else ""
+    return title + "; ".join(parts) + "."
+
+
+def show(fig, point: str) -> None:
+    """Display ``fig`` as SVG with its text alternative: :func:`describe` plus ``point``, the
+    sentence (computed in the cell) that says what the reader should see in it."""
+    from IPython.display import SVG, display
+
+    alt = f"{describe(fig)} {point.strip()}"
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Title": alt, "Date": None})
+    plt.close(fig)
+    display(SVG(buffer.getvalue()))
 
 
 # --- the layer's architecture, drawn with the shapes of a real run ---

@@ -5,16 +5,21 @@ weights as JSON, plus a static SVG picture of the first head:
 
 * on the course website, ``site/static/head-selector.js`` (loaded on every page) finds each
   ``<div class="head-selector">``, replaces the static picture by a ``<select>`` (and a second one
-  for the first axis of 4-D weights) and an SVG heatmap it redraws on change; no kernel, no
-  external library;
+  for the first axis of 4-D weights), an SVG heatmap it redraws on change, a status line that
+  says what changed, and the same values as a table (for keyboard and screen-reader users); no
+  kernel, no external library;
 * in Jupyter, Colab or anywhere without that script, the static picture of the first head shows.
 
 The CSS classes are a stable interface (the site test and the script rely on them):
 ``head-selector`` (the container; ``data-group``/``data-head`` hold the current choice once the
 script ran), ``head-selector-data`` (the JSON), ``head-selector-static`` (the no-JS picture),
 ``head-selector-controls``, ``head-selector-group`` and ``head-selector-head`` (the selects),
-``head-selector-plot``, ``head-selector-heatmap`` (the SVG) and ``head-selector-cell`` (one rect per
-weight, with ``data-q``, ``data-k`` and ``data-value``).
+``head-selector-status`` (aria-live), ``head-selector-scroll`` (the map's box),
+``head-selector-heatmap`` (the SVG), ``head-selector-cell`` (one rect per weight; on the site with
+``data-q``, ``data-k`` and ``data-value``) and ``head-selector-values`` (the table, folded).
+
+The JSON stores each weight as an integer, ``round(value * scale)`` with ``scale = 10**digits``
+(``0.123`` -> ``123``): a page with thousands of weights stays light.
 
 Colours follow :mod:`mha_book.plotting` (viridis, 0 to ``vmax``; rows are queries, columns keys).
 """
@@ -90,7 +95,8 @@ def _geometry(query, key):
 
 
 def _svg(matrix, query, key, vmin, vmax, digits, label):
-    """The static SVG heatmap of one (T_q, T_k) matrix (same layout as head-selector.js)."""
+    """The static SVG heatmap of one (T_q, T_k) matrix (same layout as head-selector.js); its cells
+    carry no per-value text (the site's script draws the interactive one, with a table)."""
     cell, left, top, right = _geometry(query, key)
     width, height = left + cell * len(key) + right, top + cell * len(query) + 4
     show_values = cell >= 28
@@ -106,13 +112,11 @@ def _svg(matrix, query, key, vmin, vmax, digits, label):
         x = left + cell * j + cell / 2
         out.append(f'<text class="head-selector-label" transform="translate({x:g},{top - 6}) rotate(-45)" '
                    f'text-anchor="start">{e(k)}</text>')
-    for i, q in enumerate(query):
-        for j, k in enumerate(key):
+    for i in range(len(query)):
+        for j in range(len(key)):
             v = float(matrix[i, j])
-            out.append(f'<rect class="head-selector-cell" data-q="{i}" data-k="{j}" '
-                       f'data-value="{v:.{digits}f}" x="{left + cell * j}" y="{top + cell * i}" '
-                       f'width="{cell}" height="{cell}" fill="{_colour(v, vmin, vmax)}">'
-                       f'<title>{e(q)} &#8594; {e(k)}: {v:.{digits}f}</title></rect>')
+            out.append(f'<rect class="head-selector-cell" x="{left + cell * j}" y="{top + cell * i}" '
+                       f'width="{cell}" height="{cell}" fill="{_colour(v, vmin, vmax)}"/>')
             if show_values:
                 ink = "black" if v > vmin + 0.6 * (vmax - vmin) else "white"
                 out.append(f'<text x="{left + cell * j + cell / 2:g}" y="{top + cell * i + cell / 2:g}" '
@@ -164,7 +168,8 @@ def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None
         "vmin": vmin,
         "vmax": vmax,
         "digits": int(digits),
-        "weights": np.round(w, int(digits)).tolist(),
+        "scale": 10 ** int(digits),
+        "weights": np.rint(w * 10 ** int(digits)).astype(np.int64).tolist(),  # (G, H, T_q, T_k) ints
     }
     # Inside <script>, "</script" or "<!--" would end or confuse the element: escape < > &.
     payload = (json.dumps(spec, separators=(",", ":"), allow_nan=False)

@@ -6,7 +6,7 @@ name in the notebook, so a function that is not defined (a syntax error in its c
 run) is reported as that, with the line, instead of a NameError in the test. A failure raises
 :class:`CheckFailed`, whose rendering is the message alone, wrapped to 78 columns: no
 traceback through the checking code, and nothing cut by ``nbgrader validate`` or unwrapped in
-the JupyterLab Validate dialog.
+the JupyterLab Validate dialog. A check that passes prints one line saying so.
 """
 import inspect
 import linecache
@@ -85,6 +85,15 @@ def check(function: str, *args, expected=None, shape_only: bool = False, weights
     verdict = judge(case, calling.call(fn, list(case.names), case.specs()))
     if not verdict.passed:
         raise CheckFailed(verdict.message) from None
+    print(f"PASSED: {function}({', '.join(_brief(a) for a in args)}) gives the right {kind}.")
+
+
+def _brief(value) -> str:
+    """An argument as a pass line names it: an array by its shape, a module by its sizes."""
+    if hasattr(value, "in_proj_weight"):
+        return f"MultiheadAttention({value.embed_dim}, {value.num_heads})"
+    shape = getattr(value, "shape", None)
+    return f"<array {tuple(shape)}>" if shape is not None else repr(value)
 
 
 def cell_source(fn) -> str:

@@ -8,17 +8,23 @@
   answers). The student kit (:mod:`student_kit`) goes to ``downloads/mha-student-kit.zip``.
 * **Lighter pages.** :mod:`icons` replaces the theme's 1.5 MB icon bundle by the icons used.
 * **Search for notation.** :mod:`search_math`: ``W^O`` is one search word, snippets show no TeX.
+* **Maths typeset at build time.** :mod:`math_prerender`: pages carry CHTML and MathML, no MathJax.
 """
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 from pathlib import Path
+
+from docutils import nodes
 
 from sphinx.util import logging
 from sphinx.util import docname_join
 
 import icons
+import math_prerender
 import notebook_export
 import search_math
 import student_kit
@@ -26,11 +32,14 @@ import student_kit
 LOG = logging.getLogger(__name__)
 KIT_PATH = "downloads/mha-student-kit.zip"    # relative to the site root (chapters/exercises.md links it)
 LAUNCH_KEYS = ("binderhub_url", "jupyterhub_url")
+RAW_TEMPLATES = ("webpack-macros.html", "sbt-webpack-macros.html", "copybutton.js_t")
+NODE_MODULES = ".cache/node/node_modules"    # `make site-node`: mathjax-full (and axe-core for the tests)
 
 
 def hide_unset_buttons(app, config):
     """Show the repository and launch buttons only for addresses that are set."""
     opts = config.html_theme_options
+    opts["use_fullscreen_button"] = False    # a phone has no room for it; browsers have F11
     repo = str(opts.get("repository_url") or "").strip()
     opts["repository_url"] = repo
     opts["use_repository_button"] = bool(repo)
@@ -38,6 +47,37 @@ def hide_unset_buttons(app, config):
     for key in LAUNCH_KEYS:
         if not repo or not str(launch.get(key) or "").strip():
             launch.pop(key, None)
+
+
+def visit_hidden_cell(self, node) -> None:
+    """myst-nb's "Show code cell source" toggle, named by its visible text: myst-nb 1.4 gives the
+    <summary> an aria-label "Toggle hidden content" that matches no word on screen (WCAG 2.5.3)."""
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n<summary>\n'
+                     f'<p class="collapsed admonition-title">{html.escape(node["prompt_show"])}</p>\n'
+                     f'<p class="expanded admonition-title">{html.escape(node["prompt_hide"])}</p>\n</summary>\n')
+
+
+SVG_TITLE = re.compile(r"<dc:title>(.*?)</dc:title>", re.S)
+SVG_AGENT = re.compile(r"<cc:Agent>.*?</cc:Agent>", re.S)      # its dc:title names the program
+
+
+def figure_alt(app, doctree, docname) -> None:
+    """Every figure's alt text is what it shows: the text mha_book.plotting.show computed and put
+    in the SVG's metadata (myst-nb would use the file's path). A cell output image without it
+    fails the strict build: show figures with plotting.show(fig, point)."""
+    for node in doctree.findall(nodes.image):
+        if node.get("alt") or not node["uri"].endswith(".svg"):
+            continue
+        # myst-nb's outputs are named from the source folder (_build/jupyter_execute/<hash>.svg)
+        candidates = [Path(app.srcdir) / node["uri"], Path(app.env.relfn2path(node["uri"], docname)[1])]
+        path = next((p for p in candidates if p.is_file()), None)
+        svg = path.read_text(encoding="utf-8", errors="replace") if path else ""
+        found = SVG_TITLE.search(SVG_AGENT.sub("", svg))
+        if found:
+            node["alt"] = html.unescape(found.group(1))
+        else:
+            LOG.warning("%s: a figure without a text alternative (%s): show it with "
+                        "mha_book.plotting.show(fig, point)", docname, node["uri"], location=node)
 
 
 def offer_ipynb(app, pagename, templatename, context, doctree):
@@ -122,16 +162,26 @@ def finish(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     sync_assets(app)
+    node_modules = Path(app.confdir) / NODE_MODULES
+    LOG.info("course_site: maths typeset on %d pages",
+             math_prerender.render_site(Path(app.outdir), node_modules))
     LOG.info("course_site: %d notebooks exported for download", export_notebooks(app))
     root = Path(app.srcdir)
     kit = student_kit.build_kit(root, Path(app.outdir) / KIT_PATH)
     LOG.info("course_site: student kit %s (%d kB)", kit.name, kit.stat().st_size // 1000)
     icons.subset_theme_icons(Path(app.outdir))
+    for template in RAW_TEMPLATES:     # theme files that are Jinja source, not pages
+        (Path(app.outdir) / "_static" / template).unlink(missing_ok=True)
 
 
 def setup(app):
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+    math_prerender.setup(app)
+    app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_HideCellInput))
     app.add_search_language(search_math.MathAwareEnglish)
     app.connect("config-inited", hide_unset_buttons, priority=900)
     app.connect("html-page-context", offer_ipynb, priority=500)
+    app.connect("doctree-resolved", figure_alt)
     app.connect("build-finished", finish)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -7,7 +7,10 @@ into the site. The zip holds one folder, ``mha-student-kit/``, with
 * the course library as a wheel, built from ``pyproject.toml`` (every package it lists);
 * ``requirements-student.txt``: exact pins, taken from the environment that built the site, of
   the packages a student needs (NumPy, PyTorch, Matplotlib, JupyterLab, nbgrader, ipykernel);
-* ``HOWTO.md``: set up, open, validate, hand in.
+* ``HOWTO.md``: the commands in the order a student types them, per system (Linux, macOS,
+  Windows), with the wheel's real name (Windows shells do not expand ``*.whl``);
+* ``nbgrader_config.py``: ``nbgrader validate`` run in the kit's folder prints only the result
+  (no warning about a missing config file, none from the kernel about its transport).
 """
 from __future__ import annotations
 
@@ -21,6 +24,12 @@ from pathlib import Path
 
 KIT = "mha-student-kit"
 STUDENT_PACKAGES = ("numpy", "torch", "matplotlib", "jupyterlab", "nbgrader", "ipykernel")
+NBGRADER_CONFIG = """\
+# nbgrader settings for the student kit: `nbgrader validate`, run in this folder, prints only its result.
+c = get_config()  # noqa: F821
+c.ValidateApp.log_level = "WARN"                                 # not "Validating <path>"
+c.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]    # not the kernel's transport warning
+"""
 _NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "_build", ".cache", "build", "*.egg-info",
                                      "__pycache__", ".pytest_cache", "node_modules")
 
@@ -28,51 +37,62 @@ HOWTO = """\
 # Multi-head attention: the student kit
 
 This folder is all you need for the course's five graded exercises, on your own computer, with
-no server and no account. You need Python 3.11 or newer.
+no server and no account. You need Python 3.11 or newer. Open a terminal in this folder and type
+the commands of your system, in this order.
 
-## 1. Install (once, about 2 minutes)
+## Linux
 
-In a terminal, in this folder:
+```bash
+python3 -m venv .venv
+.venv/bin/pip install torch=={torch} --index-url https://download.pytorch.org/whl/cpu
+.venv/bin/pip install -r requirements-student.txt {wheel}
+.venv/bin/jupyter lab exercises/01_project.ipynb
+```
+
+The second line installs the CPU build of PyTorch (about 200 MB); without it, the third line
+would fetch the default build, several GB of NVIDIA libraries. With an NVIDIA GPU you may skip it.
+
+## macOS
 
 ```bash
 python3 -m venv .venv
 .venv/bin/pip install -r requirements-student.txt {wheel}
-```
-
-On Windows write `.venv\\Scripts\\pip` instead of `.venv/bin/pip` (and likewise below).
-On Linux without an NVIDIA GPU, install the much smaller CPU build of PyTorch first:
-`.venv/bin/pip install torch=={torch} --index-url https://download.pytorch.org/whl/cpu`.
-
-The wheel is the course library (`mha_lib` and the checks the visible tests use); the
-requirements file pins NumPy, PyTorch, Matplotlib, JupyterLab and nbgrader to the versions the
-course was tested with.
-
-## 2. Open an exercise
-
-```bash
 .venv/bin/jupyter lab exercises/01_project.ipynb
 ```
 
-Write each function where it says `# YOUR CODE HERE` and delete `raise NotImplementedError()`.
-The *try it* cell below each part is yours to experiment in.
+## Windows (PowerShell or Command Prompt)
 
-## 3. Check your work
-
-Run *Kernel -> Restart Kernel and Run All Cells*, then press **Validate** in the notebook
-toolbar. Or, in a terminal:
-
-```bash
-.venv/bin/nbgrader validate exercises/01_project.ipynb
+```
+py -m venv .venv
+.venv\\Scripts\\pip install -r requirements-student.txt {wheel}
+.venv\\Scripts\\jupyter lab exercises\\01_project.ipynb
 ```
 
-It lists every visible test that fails, with a sentence saying what is wrong. It always exits
-with status 0: read what it prints. Passing the visible tests is a start, not a grade: hidden
-tests with other sizes and seeds decide the grade.
+The install takes about 2 minutes. `{wheel}` is the course library (`mha_lib` and the checks the
+visible tests use); the requirements file pins NumPy, PyTorch, Matplotlib, JupyterLab and
+nbgrader to the versions the course was tested with.
 
-## 4. Hand in
+## Write, check, hand in
 
-Hand in the `.ipynb` files as your instructor tells you (keep their names). Test cells you
-edited or deleted are restored before grading.
+1. In each exercise, write each function where it says `# YOUR CODE HERE` and delete
+   `raise NotImplementedError()`. The *try it* cell below each part is yours to experiment in.
+   Run a test cell: each check that passes prints a line starting with `PASSED:`; one that fails
+   prints a sentence saying what is wrong.
+2. Run *Kernel -> Restart Kernel and Run All Cells*, then press **Validate** in the notebook
+   toolbar. Or, in the terminal (Windows: `.venv\\Scripts\\nbgrader validate exercises\\01_project.ipynb`):
+
+   ```bash
+   .venv/bin/nbgrader validate exercises/01_project.ipynb
+   ```
+
+   It prints `Success! Your notebook passes all the tests.`, or every visible test that fails
+   with its sentence. It always exits with status 0: read what it prints. Passing the visible
+   tests is a start, not a grade: hidden tests with other sizes and seeds decide the grade.
+3. Hand in the `.ipynb` files as your instructor tells you (keep their names). Test cells you
+   edited or deleted are restored before grading.
+
+`nbgrader_config.py` (in this folder, where you run these commands) keeps `nbgrader validate` to
+what you need to read.
 """
 
 
@@ -115,6 +135,7 @@ def build_kit(root: Path, out_zip: Path) -> Path:
             z.write(wheel, f"{KIT}/{wheel.name}")
             z.writestr(f"{KIT}/requirements-student.txt", requirements())
             z.writestr(f"{KIT}/HOWTO.md", HOWTO.format(wheel=wheel.name, torch=torch))
+            z.writestr(f"{KIT}/nbgrader_config.py", NBGRADER_CONFIG)
             if (root / "LICENSE").is_file():
                 z.write(root / "LICENSE", f"{KIT}/LICENSE")
     return out_zip

@@ -66,3 +66,31 @@ def test_architecture_labels_the_shapes_of_a_real_run():
     texts = " ".join(t.get_text() for t in fig.axes[0].texts)
     assert "(2, 3, 5, 7)" in texts and "3 heads" in texts and "(2, 3, 7, 4)" in texts
     plt.close(fig)
+
+
+def test_describe_reads_panels_axes_and_scale_from_the_figure(weights):
+    fig = plotting.plot_heads(weights, query_tokens=list("abcdefg"), key_tokens=[f"k{i}" for i in range(12)],
+                              titles=["first", "second", "third"], ncols=2, vmax=None)
+    fig.suptitle(r"Heads of $W^O$")
+    text = plotting.describe(fig)
+    assert text.startswith("Heads of W^O. 3 heatmaps (first; second; third)"), text
+    assert "across: key k0 to k11" in text and "down: query a to g" in text
+    assert f"colour from 0 to {weights.max():.3g}" in text
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.loglog([16, 4096], [1.0, 9.0], label=r"cost $8nd^2$")
+    ax.set(xlabel="sequence length n", ylabel=r"MACs, $d_{\mathrm{model}}$")
+    text = plotting.describe(fig)
+    assert "a line chart" in text and "(log scale)" in text and "lines: cost 8nd^2" in text
+    assert "MACs, d_model" in text and "$" not in text and "\\" not in text
+    plt.close(fig)
+
+
+def test_show_puts_the_text_alternative_in_the_svg(weights, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    fig = plotting.plot_heads(weights)
+    plotting.show(fig, "Head 2 & head 3 agree.")
+    svg = shown[0].data
+    assert "<dc:title>3 heatmaps (head 1; head 2; head 3)" in svg and "Head 2 &amp; head 3 agree.</dc:title>" in svg
+    assert "<dc:date>" not in svg and not plt.get_fignums()       # reproducible; the figure is closed

@@ -1,4 +1,5 @@
-"""The site's build helpers in site/ (no build needed): notebook export and search words."""
+"""The site's build helpers in site/ (no build needed): notebook export, search words, and the
+maths typeset at build time (needs `make site-node`)."""
 from __future__ import annotations
 
 import sys
@@ -8,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
 
+import math_prerender  # noqa: E402
 import notebook_export  # noqa: E402
 import search_math  # noqa: E402
 
@@ -102,3 +104,36 @@ def test_glued_figures_and_image_files_become_attachments(tmp_path):
     assert "![A file.](attachment:pic.svg)" in md
     assert exporter.attachments == {"fig.png": {"image/png": "iVBORw0KGgo="},
                                     "pic.svg": {"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>"}}
+
+
+NODE_MODULES = Path(__file__).resolve().parents[1] / ".cache" / "node" / "node_modules"
+needs_mathjax = pytest.mark.skipif(not (NODE_MODULES / "mathjax-full").is_dir(),
+                                   reason="mathjax-full is not installed: run `make site-node`")
+PAGE = """<html><head><title>t</title></head><body>
+<p>A <span class="math notranslate nohighlight">\\(W^O &lt; x\\)</span> inline.</p>
+<div class="math notranslate nohighlight" id="equation-a">
+<span class="eqno">(1)<a class="headerlink" href="#equation-a" title="Link">#</a></span>\\[\\frac{1}{\\sqrt{d_k}}\\]</div>
+<pre>\\(not maths\\)</pre></body></html>"""
+
+
+@needs_mathjax
+def test_maths_is_typeset_in_place_with_mathml_and_a_stylesheet(tmp_path):
+    (tmp_path / "chapters").mkdir()
+    page = tmp_path / "chapters" / "x.html"
+    page.write_text(PAGE)
+    assert math_prerender.render_site(tmp_path, NODE_MODULES) == 1
+    out = page.read_text()
+    assert out.count("<mjx-container") == 2 and out.count("<math") == 2
+    assert "<mi>W</mi>" in out and "<mo>&lt;</mo>" in out and "<msqrt>" in out
+    assert '<span class="eqno">(1)' in out and 'id="equation-a"' in out    # number and anchor kept
+    assert "\\frac" not in out and "<pre>\\(not maths\\)</pre>" in out
+    assert '<style id="mathjax-chtml">' in out and 'url("../mathjax/fonts/MathJax_Main-Regular.woff")' in out
+    assert math_prerender.render_site(tmp_path, NODE_MODULES) == 0               # nothing left to do
+
+
+@needs_mathjax
+def test_a_tex_error_fails_with_the_page_and_the_formula(tmp_path):
+    (tmp_path / "bad.html").write_text(
+        '<html><head></head><body><span class="math notranslate nohighlight">\\(\\frac{1}{\\)</span></body></html>')
+    with pytest.raises(RuntimeError, match=r"bad\.html: TeX error in .*frac.*Missing"):
+        math_prerender.render_site(tmp_path, NODE_MODULES)

@@ -89,13 +89,34 @@ def test_kit_installs_in_a_fresh_venv_and_validates_an_exercise(tmp_path):
         if course.grade_id(cell) in answers:
             cell["source"] = answers[course.grade_id(cell)]
 
-    def validate(nb_text: str) -> str:
+    def validate(nb_text: str) -> str:     # as HOWTO.md says: from the kit's folder
         notebook.write_text(nb_text)
-        run = subprocess.run([str(bin_dir / "nbgrader"), "validate", notebook.name], cwd=notebook.parent,
+        run = subprocess.run([str(bin_dir / "nbgrader"), "validate", f"exercises/{notebook.name}"], cwd=home,
                              env=env, capture_output=True, text=True, timeout=600)
         return run.stdout + run.stderr
 
     solved_out = validate(json.dumps(solved))
-    assert "Success! Your notebook passes all the tests." in solved_out, solved_out[-3000:]
+    assert solved_out.strip() == "Success! Your notebook passes all the tests.", solved_out[-3000:]
     unsolved_out = validate(untouched)
     assert "VALIDATION FAILED" in unsolved_out and "ModuleNotFoundError" not in unsolved_out, unsolved_out[-3000:]
+
+
+@needs_kit
+def test_howto_gives_each_system_its_commands_in_typing_order_with_the_real_wheel_name():
+    with zipfile.ZipFile(KIT) as z:
+        howto = z.read("mha-student-kit/HOWTO.md").decode()
+        wheel = next(Path(n).name for n in z.namelist() if n.endswith(".whl"))
+        assert "mha-student-kit/nbgrader_config.py" in z.namelist()
+    assert "*" not in re.sub(r"\*\*?[^*\n]+\*\*?", "", howto), "a glob (or stray *) in HOWTO.md"
+    blocks = dict(re.findall(r"^## (Linux|macOS|Windows)[^\n]*\n\n```[a-z]*\n(.*?)```", howto, re.S | re.M))
+    assert set(blocks) == {"Linux", "macOS", "Windows"}, list(blocks)
+    for system, block in blocks.items():
+        lines = block.strip().splitlines()
+        requirements = next(i for i, line in enumerate(lines) if "-r requirements-student.txt" in line)
+        assert lines[requirements].endswith(" " + wheel), (system, lines[requirements])
+        assert "venv" in lines[0] and "jupyter lab" in lines[-1], (system, lines)
+        if system == "Linux":    # the CPU build before the requirements pull the default (CUDA) one
+            cpu = next(i for i, line in enumerate(lines) if "download.pytorch.org/whl/cpu" in line)
+            assert cpu < requirements and "torch==2.13.0" in lines[cpu]
+    exercises = (ROOT / "chapters" / "exercises.md").read_text()
+    assert wheel in exercises and "*.whl" not in exercises

@@ -1,14 +1,20 @@
 /* Head selector for the static course site (no kernel, no external library).
  *
- * A chapter cell calls mha_lib.widgets.head_selector_html(...), whose output is
+ * A chapter cell calls mha_book.widgets.head_selector_html(...), whose output is
  *   <div class="head-selector">
  *     <script type="application/json" class="head-selector-data">{...}</script>
  *     <div class="head-selector-static">(an SVG of the first head, for places without this script)</div>
  *   </div>
- * This script, loaded on every page (html_js_files in _config.yml), replaces the static picture
- * by a <select class="head-selector-head"> (plus <select class="head-selector-group"> for 4-D
- * weights) and an SVG heatmap (svg.head-selector-heatmap, rect.head-selector-cell) redrawn on
- * change. The layout and colours match mha_lib/widgets.py; keep the two in step.
+ * This script, loaded on every page (html_js_files in _config.yml), replaces the static picture by
+ *   - the selects (head-selector-head, plus head-selector-group for 4-D weights), never inside the
+ *     sideways-scrolling box, so that they stay in view;
+ *   - a status line (head-selector-status, aria-live) saying what is shown after each change;
+ *   - the map (svg.head-selector-heatmap, rect.head-selector-cell) in its own box
+ *     (head-selector-scroll) that shrinks to the screen's width and scrolls only if it must;
+ *   - the colour scale, then "Values as a table" (details.head-selector-values): the same numbers
+ *     as a table with a header per row and column, which keyboard and screen-reader users read
+ *     cell by cell (the map is one picture to them).
+ * The layout and colours match mha_book/widgets.py; keep the two in step.
  */
 (function () {
   "use strict";
@@ -48,8 +54,13 @@
   // A colour-bar end: at most 3 significant digits (0.21901321411132812 -> 0.219).
   function tick(v) { return String(Number(Number(v).toPrecision(3))); }
 
+  // The page stores each weight as an integer, round(value * spec.scale): shorter than decimals.
+  function matrix(spec, g, h) {
+    return spec.weights[g][h].map(function (row) { return row.map(function (v) { return v / spec.scale; }); });
+  }
+
   function heatmap(spec, g, h) {
-    var m = spec.weights[g][h], q = labelsOf(spec.query, g), k = labelsOf(spec.key, g);
+    var m = matrix(spec, g, h), q = labelsOf(spec.query, g), k = labelsOf(spec.key, g);
     var n = Math.max(q.length, k.length);
     var cell = Math.max(12, Math.min(32, Math.floor(420 / n)));
     var left = Math.ceil(longest(q) * CHAR_PX) + 10;
@@ -60,7 +71,7 @@
     var label = "Attention weights, " + spec.heads[h] +
       (spec.groups.length > 1 ? ", " + spec.groups[g] : "") + "; rows are queries, columns are keys";
     var svg = svgEl("svg", {
-      "class": "head-selector-heatmap", role: "img", "aria-label": label,
+      "class": "head-selector-heatmap", role: "img", "aria-label": label + " (the values: the table below)",
       width: width, height: height, viewBox: "0 0 " + width + " " + height,
       "font-size": FONT_PX, "font-family": "sans-serif",
       "data-group": g, "data-head": h
@@ -107,6 +118,47 @@
     return box;
   }
 
+  // The numbers of one map as a table: a header per column (key) and per row (query).
+  function valueTable(spec, g, h) {
+    var m = matrix(spec, g, h), q = labelsOf(spec.query, g), k = labelsOf(spec.key, g);
+    var table = document.createElement("table");
+    var caption = table.createCaption();
+    caption.textContent = describe(spec, g, h) + ": one row per query, one column per key";
+    var head = table.createTHead().insertRow();
+    var corner = document.createElement("th");
+    corner.textContent = "query \\ key";
+    head.appendChild(corner);
+    k.forEach(function (t) {
+      var th = document.createElement("th");
+      th.scope = "col";
+      th.textContent = t;
+      head.appendChild(th);
+    });
+    var body = table.createTBody();
+    q.forEach(function (t, i) {
+      var row = body.insertRow();
+      var th = document.createElement("th");
+      th.scope = "row";
+      th.textContent = t;
+      row.appendChild(th);
+      m[i].forEach(function (v) { row.insertCell().textContent = v.toFixed(spec.digits); });
+    });
+    return table;
+  }
+
+  function describe(spec, g, h) {
+    return spec.heads[h] + (spec.groups.length > 1 ? ", " + spec.groups[g] : "");
+  }
+
+  // What a screen reader hears after a change: which map, and its strongest weight.
+  function summary(spec, g, h) {
+    var m = matrix(spec, g, h), q = labelsOf(spec.query, g), k = labelsOf(spec.key, g);
+    var best = [0, 0];
+    m.forEach(function (row, i) { row.forEach(function (v, j) { if (v > m[best[0]][best[1]]) { best = [i, j]; } }); });
+    return "Showing " + describe(spec, g, h) + ". Strongest weight " +
+      m[best[0]][best[1]].toFixed(spec.digits) + ", from query \u201c" + q[best[0]] + "\u201d to key \u201c" + k[best[1]] + "\u201d.";
+  }
+
   function select(cls, labelText, names) {
     var label = document.createElement("label");
     label.textContent = labelText + " ";
@@ -149,23 +201,36 @@
     }
     var head = select("head-selector-head", "Head", spec.heads);
     controls.appendChild(head.label);
-    var plot = document.createElement("div");
-    plot.className = "head-selector-plot";
+    var status = document.createElement("p");
+    status.className = "head-selector-status";
+    status.setAttribute("aria-live", "polite");
+    var scroll = document.createElement("div");
+    scroll.className = "head-selector-scroll";
+    var values = document.createElement("details");
+    values.className = "head-selector-values";
+    var opener = document.createElement("summary");
+    opener.textContent = "Values as a table";
+    var tableBox = document.createElement("div");
+    tableBox.className = "head-selector-table";
+    values.append(opener, tableBox);
 
-    function draw() {
+    function draw(announce) {
       var g = group ? Number(group.select.value) : 0, h = Number(head.select.value);
-      plot.replaceChildren(heatmap(spec, g, h));
+      scroll.replaceChildren(heatmap(spec, g, h));
+      tableBox.replaceChildren(valueTable(spec, g, h));
+      if (announce) { status.textContent = summary(spec, g, h); }
       box.setAttribute("data-group", g);
       box.setAttribute("data-head", h);
     }
-    head.select.addEventListener("change", draw);
-    if (group) { group.select.addEventListener("change", draw); }
+    head.select.addEventListener("change", function () { draw(true); });
+    if (group) { group.select.addEventListener("change", function () { draw(true); }); }
 
     var fallback = box.querySelector(".head-selector-static");
     if (fallback) { fallback.remove(); }
-    box.append(controls, plot, legend(spec));
-    draw();
+    box.append(controls, status, scroll, legend(spec), values);
+    draw(false);
     box.setAttribute("data-hs-ready", "true");
+    if (window.courseSite) { window.courseSite.watchWideBoxes(); }
   }
 
   function setupAll() {

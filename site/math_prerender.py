@@ -1,0 +1,84 @@
+"""Maths rendered when the site is built: pages carry typeset formulas, not TeX and MathJax.
+
+Sphinx writes each formula as MathJax expects it (``<span class="math ...">\\(...\\)</span>``,
+``<div class="math ...">\\[...\\]</div>``), but through the renderer registered here, so no page
+loads MathJax. After the build, :func:`render_site` sends every page's TeX to ``render_math.js``
+(MathJax's node package, ``make site-node``), which returns CHTML with a hidden MathML copy for
+screen readers; the formulas replace the TeX inside the same span/div (ids and equation numbers
+stay), and each page gets the CHTML stylesheet of its own formulas. Rendered pages contain no
+TeX, so a rebuild renders only the pages Sphinx wrote again.
+
+Why not MathJax in the browser: it was about 0.8 MB of JavaScript on every page with maths, made
+formulas Tab stops for its menu, and showed raw TeX until it had run.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+SCRIPT = Path(__file__).with_name("render_math.js")
+FONTS = "mathjax/fonts"    # in the site: make site-node copies MathJax's TeX fonts there
+INLINE = re.compile(r'(<span class="math notranslate nohighlight"[^>]*>)([^<]*)(</span>)')
+DISPLAY = re.compile(r'(<div class="math notranslate nohighlight"[^>]*>\s*'
+                     r'(?:<span class="eqno">(?:[^<]|<a [^>]*>[^<]*</a>)*</span>)?)([^<]*)(</div>)')
+DELIMITERS = ((r"\(", r"\)"), (r"\[", r"\]"))
+
+
+def setup(app) -> None:
+    """Register the renderer: Sphinx's own MathJax markup, without MathJax's script."""
+    from sphinx.ext import mathjax
+
+    app.add_html_math_renderer("prerendered", (mathjax.html_visit_math, None),
+                               (mathjax.html_visit_displaymath, None))
+
+
+def _tex(markup: str) -> str:
+    tex = html.unescape(markup).strip()
+    for start, end in DELIMITERS:
+        if tex.startswith(start) and tex.endswith(end):
+            return tex[len(start):-len(end)].strip()
+    return tex
+
+
+def _formulas(text: str) -> list[tuple[re.Match, bool]]:
+    found = [(m, False) for m in INLINE.finditer(text)] + [(m, True) for m in DISPLAY.finditer(text)]
+    return sorted((f for f in found if f[0].group(2).strip()), key=lambda f: f[0].start())
+
+
+def _splice(text: str, found: list[tuple[re.Match, bool]], rendered: dict) -> str:
+    out, last = [], 0
+    for (match, _), chtml in zip(found, rendered["html"]):
+        out += [text[last:match.start(2)], chtml]
+        last = match.end(2)
+    out.append(text[last:])
+    style = f'<style id="mathjax-chtml">{rendered["css"]}</style>\n</head>'
+    return "".join(out).replace("</head>", style, 1)
+
+
+def render_site(outdir: Path, node_modules: Path) -> int:
+    """Typeset the TeX of every page under ``outdir``; returns how many pages changed."""
+    if not (node_modules / "mathjax-full").is_dir():
+        raise RuntimeError(f"{node_modules}/mathjax-full is missing: run `make site-node` (make book does)")
+    pages = []
+    for path in sorted(outdir.rglob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        found = _formulas(text)
+        if found:
+            pages.append((path, text, found))
+    if not pages:
+        return 0
+    request = [{"page": path.relative_to(outdir).as_posix(),
+                "font_url": os.path.relpath(outdir / FONTS, path.parent).replace(os.sep, "/"),
+                "math": [[_tex(m.group(2)), display] for m, display in found]}
+               for path, _, found in pages]
+    run = subprocess.run(["node", str(SCRIPT), str(node_modules)], input=json.dumps(request),
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"rendering the maths failed: {run.stderr.strip()}")
+    for (path, text, found), rendered in zip(pages, json.loads(run.stdout)):
+        path.write_text(_splice(text, found, rendered), encoding="utf-8")
+    return len(pages)
