@@ -180,7 +180,7 @@ def screen(totals: list[float], possible: float, mistake_rows: list[dict], resul
         lines += [_fit(f"  {m['students']:>5}  {for_terminal(m['mistake'], 50)} ({m['notebook']})")
                   for m in mistake_rows[:TOP]]
     lines.append(_fit(f"This run graded {len(results)} notebook(s)."
-                      + (f" {len(failed)} could not be graded (retried; the next run tries again):" if failed else "")))
+                      + (f" {len(failed)} could not be graded (the next run tries again):" if failed else "")))
     for job in failed[:TOP]:  # an id is never cut: the reason gets what is left of the line
         head = f"  {job['student']}/{job['notebook']}: "
         lines.append(head + for_terminal(job.get("error") or "no reason given", max(20, WIDTH - len(head))))
