@@ -55,6 +55,7 @@ class Dask:
         self.pending: set = set()  # submitted, not yet given back
         self.waiting = iter(())
         self.refused: list[str] = []
+        self.more = False  # results of the current task still to give back
 
     def start(self, plan: list[dict]) -> None:
         """Submit the first window of jobs (after the version check: see notes())."""
@@ -90,10 +91,15 @@ class Dask:
         for future in self.running:
             self._submit_next()
             jobs, outcome = self.jobs[future.key], _outcome(future)
-            for job, result in zip(jobs, outcome if isinstance(outcome, list) else [outcome] * len(jobs)):
+            for n, (job, result) in enumerate(zip(jobs, outcome if isinstance(outcome, list) else [outcome] * len(jobs))):
+                self.more = n + 1 < len(jobs)
                 yield job, result
             self.pending.discard(future)
             future.release()
+
+    def idle(self) -> bool:
+        """No result is waiting to be given back (the coordinator may do its batched work now)."""
+        return not self.more and not self.running.has_ready()
 
     def notes(self) -> list[str]:
         """The workers that took no job because their grader is another version (also those that joined

@@ -120,12 +120,23 @@ class Threads:
         sandbox.accept_new()
 
     def start(self, plan: list[dict]) -> None:
+        self.finished, self.given = 0, 0
         self.futures = {self.pool.submit(self._attempt, job): job for job in plan}
+        for future in self.futures:
+            future.add_done_callback(self._one_finished)
+
+    def _one_finished(self, future) -> None:
+        self.finished += 1  # (under the GIL: one increment at a time)
 
     def results(self):
         """(job, result) as jobs finish."""
         for future in cf.as_completed(self.futures):
+            self.given += 1
             yield self.futures[future], future.result()
+
+    def idle(self) -> bool:
+        """No result is waiting to be given back (the coordinator may do its batched work now)."""
+        return self.finished <= self.given
 
     def notes(self) -> list[str]:
         return []  # (one process: one grader version)

@@ -2,8 +2,8 @@
 
 A job's result arrives with its feedback already rendered where the job ran (feedback.render on
 the worker). Recording one notebook here writes its stored result and its two feedback files
-(plain writes) and queues its grades; every BATCH notebooks, or every FLUSH_S seconds, the queued
-grades are committed in one transaction and only then are those notebooks stamped as graded
+(plain writes) and queues its grades; every BATCH notebooks, every FLUSH_S seconds, or as soon as no
+other result is waiting (the run calls :meth:`Recorder.flush` then), the queued grades are committed in one transaction and only then are those notebooks stamped as graded
 (one stamp file write per student per batch). :meth:`Recorder.flush` commits and stamps what is
 queued; a run calls it at its end and when it stops early, so a stop loses at most the batch
 that was not committed, which the next run grades again.

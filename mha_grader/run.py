@@ -158,6 +158,8 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
             job, result = arrival
             if "failed" not in result:
                 result = _record_or_stop(course, recorder, job, result)
+                if backend.idle():  # nothing else to record now: commit and stamp what is queued
+                    _flush_or_stop(course, recorder)
             if "failed" in result:
                 job["error"] = result["failed"]
                 failed.append(job)
