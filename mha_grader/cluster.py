@@ -15,20 +15,16 @@ fingerprint (execute.fingerprint: the grader's and the checks' source, the packa
 worker plugin gives that resource only to a worker whose own fingerprint is the same, now or when it
 joins later, so a worker at another version never receives a job; the run says which worker and why.
 
-Each student is one Dask task (all of that student's notebooks: Dask's cost per task is paid once per
-student, not once per notebook), whose key names the student, what was graded and this run, so no job
-is submitted twice and none is left out. A sandbox failure of one notebook (InfraError) is tried again on
-the worker; a task that fails as a whole (the worker's sandbox does not isolate) is retried by Dask
-(``retries``); the task of a worker that dies is given to another worker (Dask's allowed-failures), and
+Each job is one Dask task whose key names its (student, notebook), what was graded and this run, so no
+job is submitted twice and none is left out. A sandbox failure (InfraError) is retried by Dask
+(``retries``); the job of a worker that dies is given to another worker (Dask's allowed-failures), and
 a result lost with its worker before it was fetched is computed again.
 """
 import functools
-import hashlib
 import logging
 import os
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -40,7 +36,7 @@ from . import execute, sandbox
 PLUGIN = "mha-grader-version"
 LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
 
-WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their decoded notebooks)
+WINDOW_PER_THREAD = 4  # jobs submitted ahead per worker thread (each holds its decoded notebook)
 
 
 class Dask:
@@ -55,7 +51,6 @@ class Dask:
         self.pending: set = set()  # submitted, not yet given back
         self.waiting = iter(())
         self.refused: list[str] = []
-        self.more = False  # results of the current task still to give back
 
     def start(self, plan: list[dict]) -> None:
         """Submit the first window of jobs (after the version check: see notes())."""
@@ -66,40 +61,35 @@ class Dask:
         self.release_tasks = {name: self.client.submit(_same, release, key=f"mha-release/{name}/{self.run_id}",
                                                        pure=False, resources={self.resource: 1})
                               for name, release in self.releases.items()}
-        self.waiting, self.running = iter(_per_student(plan)), as_completed()
+        self.waiting, self.running = iter(plan), as_completed()
         for _ in range(WINDOW_PER_THREAD * max(1, threads, self.workers)):
             self._submit_next()
 
     def _submit_next(self) -> None:
-        """The next student's jobs, their notebooks read just now: only a window of them is decoded at once."""
-        jobs = next(self.waiting, None)
-        if jobs is None:
+        """The next job, its notebook read just now: only a window of them is decoded at once."""
+        job = next(self.waiting, None)
+        if job is None:
             return
-        what = hashlib.sha256("/".join(job["key"] for job in jobs).encode()).hexdigest()[:16]
-        key = f"mha-grade/{jobs[0]['student']}/{what}/{self.run_id}"  # ids hold no "/"
+        key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{self.run_id}"  # ids hold no "/"
         assert key not in self.jobs, f"{key} planned twice"
-        self.jobs[key] = jobs
-        releases = {job["notebook"]: self.release_tasks[job["notebook"]] for job in jobs}
-        future = self.client.submit(grade_student_on_worker, releases, [execute.loaded(job) for job in jobs],
+        self.jobs[key] = job
+        future = self.client.submit(grade_on_worker, self.release_tasks[job["notebook"]], execute.loaded(job),
                                     self.limits, self.unsafe, execute.fingerprint(), key=key, pure=False,
                                     retries=execute.RETRIES, resources={self.resource: 1})
         self.pending.add(future)
         self.running.add(future)
 
     def results(self):
-        """(job, result) as tasks finish; each one done lets the next student in."""
+        """(job, result) as jobs finish; each one done lets the next in."""
         for future in self.running:
             self._submit_next()
-            jobs, outcome = self.jobs[future.key], _outcome(future)
-            for n, (job, result) in enumerate(zip(jobs, outcome if isinstance(outcome, list) else [outcome] * len(jobs))):
-                self.more = n + 1 < len(jobs)
-                yield job, result
+            yield self.jobs[future.key], _outcome(future)
             self.pending.discard(future)
             future.release()
 
     def idle(self) -> bool:
         """No result is waiting to be given back (the coordinator may do its batched work now)."""
-        return not self.more and not self.running.has_ready()
+        return not self.running.has_ready()
 
     def notes(self) -> list[str]:
         """The workers that took no job because their grader is another version (also those that joined
@@ -216,21 +206,11 @@ def dask_teardown(server) -> None:
     sandbox.stop_servers()
 
 
-def _per_student(plan: list[dict]) -> list[list[dict]]:
-    """The plan's jobs grouped by student, in the plan's order."""
-    groups: dict[str, list[dict]] = {}
-    for job in plan:
-        groups.setdefault(job["student"], []).append(job)
-    return list(groups.values())
+def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool, version: str) -> dict:
+    """execute.grade_job on a worker, after checking that it runs grader ``version`` (the resource it
+    was given for it says so already) and, once per worker process, that its sandbox isolates.
 
-
-def grade_student_on_worker(releases: dict, jobs: list[dict], limits: sandbox.Limits, unsafe: bool,
-                            version: str) -> list[dict]:
-    """execute.attempt for each of one student's jobs on a worker, after checking that it runs grader
-    ``version`` (the resource it was given for it says so already) and, once per worker process, that
-    its sandbox isolates.
-
-    A worker whose sandbox does not isolate raises InfraError for the whole task (Dask retries it,
+    A worker whose sandbox does not isolate raises InfraError for every job (Dask retries it,
     perhaps elsewhere; in the end it is reported as not graded): it never grades unsandboxed.
     """
     if execute.fingerprint() != version:
@@ -240,8 +220,7 @@ def grade_student_on_worker(releases: dict, jobs: list[dict], limits: sandbox.Li
         if problems:
             raise execute.InfraError("the sandbox does not isolate student code on this worker: "
                                      + "; ".join(problems))
-    never = threading.Event()  # a stop reaches the worker's sandboxes through sandbox.end_all
-    return [execute.attempt(releases[job["notebook"]], job, limits, unsafe, never) for job in jobs]
+    return execute.grade_job(release, job, limits, unsafe)
 
 
 @functools.cache
