@@ -148,6 +148,7 @@ def summary(course, results: list, failed: list, notes: list[str], out=None) -> 
     test_rows = [{"notebook": n, "test": g.id, "points": g.points, "passed": passed[(n, g.id)],
                   "failed": handed_in[n] - passed[(n, g.id)]} for n, g in tests]
     _write(course.root / "tests.csv", ["notebook", "test", "points", "passed", "failed"], test_rows)
+    _write(course.root / "notes.csv", ["note"], [{"note": n} for n in notes])  # what the terminal only counts
     possible = sum(g.points for _, g in tests)
     report_path = class_report.write(course.root / "class_report.html", course.assignment,
                                      [r["total"] for r in rows], possible, test_rows, mistake_rows)
@@ -185,10 +186,10 @@ def screen(totals: list[float], possible: float, mistake_rows: list[dict], resul
         head = f"  {job['student']}/{job['notebook']}: "
         lines.append(head + for_terminal(job.get("error") or "no reason given", max(20, WIDTH - len(head))))
     if len(failed) > TOP:
-        lines.append(f"  ... and {len(failed) - TOP} more (they are retried by the next run)")
+        lines.append(f"  ... and {len(failed) - TOP} more (the next run tries them again)")
     if notes:
         lines.append(_fit(f"{len(notes)} note(s) on what was handed in, e.g.: {for_terminal(notes[0], 300)}"))
-    lines.append(_fit(f"More: {report_path}; grades_by_student.csv, mistakes.csv, tests.csv"))
+    lines.append(_fit(f"More: {report_path}; grades_by_student.csv, mistakes.csv, tests.csv, notes.csv"))
     return lines
 
 

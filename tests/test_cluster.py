@@ -66,7 +66,7 @@ def test_a_job_planned_twice_is_refused(scheduler, monkeypatch):
 
 def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(monkeypatch):
     """The local threads: an InfraError is tried three times; any other error of the grader once, in words."""
-    from mha_grader import judging
+    from mha_grader import feedback, judging
     calls = Counter()
 
     def fake(release, nb, reason, cases, limits, unsafe):
@@ -78,6 +78,7 @@ def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(mon
         return {"status": "graded", "tests": [], "notes": []}
 
     monkeypatch.setattr(judging, "grade_notebook", fake)
+    monkeypatch.setattr(feedback, "render", lambda release, nb, result, student: "the page")
     plan = [{"student": s, "notebook": "01_a", "key": "k", "nb": {}, "reason": s, "cases": {}}
             for s in ("infra", "bug", "fine")]
     backend = execute.Threads({"01_a": "release a"}, 2, sandbox.Limits(), unsafe=True)
@@ -88,4 +89,4 @@ def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(mon
     assert calls == {"infra": 3, "bug": 1, "fine": 1}
     assert done["infra"] == {"failed": "the sandbox returned nothing (the fork server went away); tried 3 times"}
     assert done["bug"]["failed"].startswith("the grader itself failed on this notebook (KeyError: 'cases')")
-    assert done["fine"] == {"status": "graded", "tests": [], "notes": []}
+    assert done["fine"] == {"status": "graded", "tests": [], "notes": [], "feedback": "the page"}

@@ -113,7 +113,7 @@ def test_class_tables_next_to_the_grades(catalogue):
     with open(catalogue.course / "mistakes.csv") as fh:
         mistakes = list(csv.DictReader(fh))
     assert mistakes and all(int(m["students"]) >= 1 for m in mistakes)
-    assert "What the class got wrong" in catalogue.run.stdout
+    assert "Top mistakes (students)" in catalogue.run.stdout
 
 
 # --- the mutants ------------------------------------------------------------------------------

@@ -150,7 +150,8 @@ def graded(tmp_path_factory):
     kit.submit(course, PHANTOM, honest)
     for student, answer in HOSTILE.items():
         kit.submit(course, student, {P: kit.filled(course, P, {"project": answer})})
-    run = kit.grade(course, "--workers", "2", "--test-seconds", "5", "--notebook-seconds", "20")
+    # The rule off: it refuses type(name, ...) before anything runs, and the sinks must hold without it.
+    run = kit.grade(course, "--workers", "2", "--test-seconds", "5", "--notebook-seconds", "20", rule=False)
     return course, run
 
 

@@ -155,13 +155,18 @@ def grader_env(secret_file: Path) -> dict:
     return {**env(), "MHA_GRADER_SECRET": str(secret_file), "PYTHONPATH": str(REPO)}
 
 
-def grade(course: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``python -m mha_grader grade <args>`` on ``course`` (its secret: course/../secret, made once)."""
+WITHOUT_RULE = REPO / "tests" / "submissions" / "without_static_rule.py"  # the grader, its static rule off
+
+
+def grade(course: Path, *args: str, timeout: float = 900, rule: bool = True) -> subprocess.CompletedProcess:
+    """``python -m mha_grader grade <args>`` on ``course`` (its secret: course/../secret, made once);
+    ``rule=False``: with the static rule off, to test the layers beneath it."""
     secret_file = course.parent / f"{course.name}.secret"
     if not secret_file.exists():
         secret_file.write_text("0123456789abcdef" * 4 + "\n")
         secret_file.chmod(0o600)
-    return subprocess.run([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", *args],
+    program = ["-m", "mha_grader"] if rule else [str(WITHOUT_RULE)]
+    return subprocess.run([sys.executable, *program, "--course", str(course), "grade", *args],
                           env=grader_env(secret_file), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=timeout)
 
@@ -169,7 +174,7 @@ def grade(course: Path, *args: str, timeout: float = 900) -> subprocess.Complete
 def course_files(course: Path) -> dict[str, str]:
     """sha256 of every course file a student must not change (not the grader's own outputs)."""
     import hashlib
-    outputs = {"autograded", "feedback", "gradebook.db", "class_report.html"}
+    outputs = {"autograded", "feedback", "gradebook.db", "class_report.html", ".grading.lock"}
     return {str(p.relative_to(course)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(course.rglob("*")) if p.is_file() and not p.is_symlink()
             and p.relative_to(course).parts[0] not in outputs and not p.name.endswith(".csv")}
