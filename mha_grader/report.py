@@ -188,7 +188,7 @@ def screen(totals: list[float], possible: float, mistake_rows: list[dict], resul
     if len(failed) > TOP:
         lines.append(f"  ... and {len(failed) - TOP} more (the next run tries them again)")
     if notes:
-        lines.append(_fit(f"{len(notes)} note(s) on what was handed in, e.g.: {for_terminal(notes[0], 300)}"))
+        lines.append(_fit(f"{len(notes)} note(s) in notes.csv, the first: {for_terminal(notes[0], 300)}"))
     lines.append(_fit(f"More: {report_path}; grades_by_student.csv, mistakes.csv, tests.csv, notes.csv"))
     return lines
 

@@ -42,7 +42,7 @@ def test_kit_holds_the_exercises_the_library_and_a_howto_but_no_solution():
         wheels = [n for n in names if n.endswith(".whl")]
         assert len(wheels) == 1, wheels
         with z.open(wheels[0]) as fh, zipfile.ZipFile(fh) as wheel:
-            packages = {n.split("/")[0] for n in wheel.namelist() if n.endswith("/__init__.py")}
+            packages = {n.rsplit("/", 1)[0].replace("/", ".") for n in wheel.namelist() if n.endswith("/__init__.py")}
         everything = "\n".join(z.read(n).decode("utf-8", "replace") for n in names if not n.endswith(".whl"))
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text()).get("tool", {}).get("setuptools", {})
     listed = setuptools.get("packages") if isinstance(setuptools.get("packages"), list) else []
