@@ -9,10 +9,11 @@ nothing but the uncommitted batch, which the next run grades again. :meth:`close
 import contextlib
 import warnings
 
-from nbgrader.api import (Assignment, Gradebook, GradeCell, Grade, MissingEntry, Notebook, Student,
-                          SubmittedAssignment, SubmittedNotebook)
+from nbgrader.api import (Assignment, Gradebook, GradeCell, Grade, InvalidEntry, MissingEntry, Notebook,
+                          Student, SubmittedAssignment, SubmittedNotebook)
 from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.exc import SAWarning
+from sqlalchemy.exc import DBAPIError, SAWarning
+from tornado.log import app_log  # nbgrader's own logger
 
 
 class GradebookWriter:
@@ -63,7 +64,7 @@ class GradebookWriter:
         new = [s for s in students if s not in known]
         if not new:
             return
-        with _commit_is_flush(self.gb.db), warnings.catch_warnings():
+        with _commit_is_flush(self.gb.db), _database_errors_as_such(), warnings.catch_warnings():
             warnings.simplefilter("ignore", SAWarning)  # nbgrader 0.9.6 under SQLAlchemy 2.1: autoflush notices
             for student in new:
                 self.gb.update_or_create_student(student)
@@ -102,6 +103,21 @@ def _released_under(db_url: str, assignment: str) -> str | None:
     if row is None:
         return None
     return row[0] if row[0] in courses or not courses else courses[0]
+
+
+@contextlib.contextmanager
+def _database_errors_as_such():
+    """nbgrader's writers log a traceback and raise InvalidEntry when the database fails: here no
+    traceback is printed, and the database's own error is raised (the run says it in one sentence)."""
+    app_log.disabled = True
+    try:
+        yield
+    except InvalidEntry as err:
+        if isinstance(err.__context__, DBAPIError):
+            raise err.__context__ from None
+        raise
+    finally:
+        app_log.disabled = False
 
 
 @contextlib.contextmanager

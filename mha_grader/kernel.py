@@ -22,6 +22,7 @@ is refused whole (glibc then falls back to ``clone``).
 import ctypes
 import errno
 import os
+import time
 
 import pyseccomp
 
@@ -122,4 +123,22 @@ def private_keyring(clear_user_keyrings: bool) -> None:
     if clear_user_keyrings:
         for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
             keyctl(KEYCTL_CLEAR, keyring)
+        _until_collected(os.getuid())
     keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)
+
+
+def _until_collected(uid: int, seconds: float = 2.0) -> None:
+    """Wait until no key of ``uid`` but its keyrings is listed: an unlinked key lingers, its name in
+    /proc/keys, until the kernel's key collector (asynchronous) takes it. Raises if it is still there."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with open("/proc/keys") as fh:
+                left = [line for line in fh if line.split()[5:6] == [str(uid)] and line.split()[7] != "keyring"]
+        except FileNotFoundError:  # a kernel without keyrings
+            return
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise OSError(f"{len(left)} key(s) of uid {uid} from an earlier job were not collected")
+        time.sleep(0.005)
