@@ -49,29 +49,7 @@ lock:
 clean:
 	rm -rf _build
 
-## mathjax: MathJax 3 from the npm registry (pinned), trimmed: the grader's feedback pages load it
-## (mha_grader/feedback.py); the site renders its maths at build time instead (site-node below)
-MATHJAX_VERSION := 3.2.2
-MATHJAX_NPM := .cache/mathjax
-MATHJAX_SITE := .cache/site-extra/mathjax
-MATHJAX_STAMP := $(MATHJAX_NPM)/.site-copy-$(MATHJAX_VERSION)-components-2
-.PHONY: mathjax bench-build
-book: $(MATHJAX_STAMP)
-mathjax: $(MATHJAX_STAMP)
-$(MATHJAX_STAMP):
-	rm -rf $(MATHJAX_NPM) $(MATHJAX_SITE)
-	npm install --prefix $(MATHJAX_NPM) --no-audit --no-fund --loglevel=error mathjax@$(MATHJAX_VERSION)
-	mkdir -p $(MATHJAX_SITE)/output/chtml/fonts $(MATHJAX_SITE)/input/tex $(MATHJAX_SITE)/sre/mathmaps
-	cd $(MATHJAX_NPM)/node_modules/mathjax && cp LICENSE es5/startup.js es5/core.js $(CURDIR)/$(MATHJAX_SITE)/ \
-	  && cp -r es5/ui es5/a11y $(CURDIR)/$(MATHJAX_SITE)/ \
-	  && cp es5/input/tex.js es5/input/mml.js $(CURDIR)/$(MATHJAX_SITE)/input/ \
-	  && cp -r es5/input/tex/extensions $(CURDIR)/$(MATHJAX_SITE)/input/tex/ \
-	  && cp es5/output/chtml.js $(CURDIR)/$(MATHJAX_SITE)/output/ \
-	  && cp es5/output/chtml/fonts/tex.js $(CURDIR)/$(MATHJAX_SITE)/output/chtml/fonts/ \
-	  && cp -r es5/output/chtml/fonts/woff-v2 $(CURDIR)/$(MATHJAX_SITE)/output/chtml/fonts/ \
-	  && cp es5/sre/mathmaps/base.json es5/sre/mathmaps/en.json $(CURDIR)/$(MATHJAX_SITE)/sre/mathmaps/
-	touch $@
-
+.PHONY: bench-build
 ## site-node: the site's build-time JavaScript from the npm registry (pinned, no CDN): mathjax-full renders
 ## every formula into HTML (CHTML + MathML for screen readers) when the book is built, so pages load no
 ## maths JavaScript (site/render_math.js); its TeX fonts are served by the site (.cache/site-math, copied
@@ -94,7 +72,7 @@ $(SITE_NODE_STAMP):
 	touch $@
 
 ## bench-build: time a cold build, a no-change rebuild and rebuilds after touching/editing one chapter
-bench-build: $(STAMP) $(MATHJAX_STAMP) $(SITE_NODE_STAMP)
+bench-build: $(STAMP) $(SITE_NODE_STAMP)
 	$(BIN)/python bench/bench_build.py
 
 ## release: the student versions exercises/mha/ from solutions/mha/ (nbgrader generate_assignment; fills gradebook.db)

@@ -134,7 +134,7 @@ def _until_collected(uid: int, seconds: float = 2.0) -> None:
     while True:
         try:
             with open("/proc/keys") as fh:
-                left = [line for line in fh if line.split()[5:6] == [str(uid)] and line.split()[7] != "keyring"]
+                left = [f for f in map(str.split, fh) if f[5] == str(uid) and f[7] != "keyring"]  # owner, type
         except FileNotFoundError:  # a kernel without keyrings
             return
         if not left:

@@ -319,20 +319,9 @@ MUTANTS = [
            source="Zenasj/HBTGen-artifact:data/pytorch-issue/issue_29546.py (generate_square_subsequent_mask "
                   "without its transpose)"),
     Mutant("m80_mha_heads_loop_no_w_o", A, MHA, VALUES_MHA, "W^O was forgotten", False,
-           code="def multi_head_attention(query, key, value, mha, causal=False):\n"
-                "    h = mha.num_heads\n    d_k = query.shape[-1] // h\n"
-                "    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)\n    b_q, b_k, b_v = mha.in_proj_bias.chunk(3)\n"
-                "    q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)\n"
-                "    outs, weights = [], []\n"
-                "    for i in range(h):\n"
-                "        cols = slice(i * d_k, (i + 1) * d_k)\n"
-                "        scores = q[..., cols] @ k[..., cols].transpose(-2, -1) / math.sqrt(d_k)\n"
-                "        if causal:\n"
-                "            scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril(), "
-                "float('-inf'))\n"
-                "        w = torch.softmax(scores, dim=-1)\n"
-                "        outs.append(w @ v[..., cols])\n        weights.append(w)\n"
-                "    return torch.cat(outs, dim=-1), torch.stack(weights, dim=1)\n",
+           code=_HEADS_LOOP.replace("    concat = torch.cat(outs, dim=-1)\n    out = F.linear(concat, mha.out_proj.weight, "
+                                    "mha.out_proj.bias)\n    return out, torch.stack(weights, dim=1)\n",
+                                    "    return torch.cat(outs, dim=-1), torch.stack(weights, dim=1)\n"),
            source="thealper2/deep-ml-solutions:implement_multi_head_attention.py (heads computed in a loop and "
                   "concatenated, no output projection)"),
     Mutant("m81_mha_no_scale_no_bias", A, MHA, VALUES_MHA, "Two mistakes at once", False,
