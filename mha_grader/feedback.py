@@ -62,10 +62,11 @@ def render(release: notebooks.Release, nb: dict | None, result: dict, student: s
 def page(release: notebooks.Release, answers: dict[str, str], result: dict, student: str) -> str:
     """The tests first (score, each verdict in full), then the exercise with the answers in place."""
     got, total = sum(t["score"] for t in result["tests"]), sum(t["points"] for t in result["tests"])
+    what = {g.id: g.docstring for g in release.grade_cells}  # what each test checks
     parts = [f"<h1>{for_html(release.name)}</h1>",
              f"<p class='score'>Score: {got:g} / {total:g}</p>",
              *(f"<p class='note'>{for_html(n, MESSAGE_CAP)}</p>" for n in result["notes"]),
-             *(_test(t, _what(release).get(t["id"], "")) for t in result["tests"]),
+             *(_test(t, what.get(t["id"], "")) for t in result["tests"]),
              "<h2>The exercise and your answers</h2>"]
     for kind, value in _exercise(release):
         if kind == "html":
@@ -98,11 +99,6 @@ def _rendered(name: str, cells: str) -> tuple[tuple[str, str], ...]:
 def _exercise(release: notebooks.Release):
     """The release's rendered parts, rendered once per process and release (not once per notebook)."""
     return _rendered(release.name, json.dumps(release.cells, sort_keys=True))
-
-
-def _what(release: notebooks.Release) -> dict[str, str]:
-    return {notebooks.nbgrader_meta(c).get("grade_id"): notebooks.docstring(notebooks.source(c))
-            for c in release.cells}
 
 
 def _test(test: dict, what: str) -> str:

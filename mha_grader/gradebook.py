@@ -9,8 +9,7 @@ nothing but the uncommitted batch, which the next run grades again. :meth:`close
 import contextlib
 import warnings
 
-from nbgrader.api import (Assignment, Gradebook, GradeCell, Grade, InvalidEntry, MissingEntry, Notebook,
-                          Student, SubmittedAssignment, SubmittedNotebook)
+from nbgrader.api import Assignment, Gradebook, InvalidEntry, MissingEntry, Student, SubmittedAssignment
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import DBAPIError, SAWarning
 from tornado.log import app_log  # nbgrader's own logger
@@ -40,14 +39,17 @@ class GradebookWriter:
         students = sorted({student for student, _, _ in batch})
         try:
             self._add_submissions(students)
-            grades = self._grades(students)
+            ids = self._grade_ids(students)
+            updates = []
             for student, notebook, tests in batch:
                 for test in tests:
-                    grade = grades.get((student, notebook, test["id"]))
+                    grade = ids.get((student, notebook, test["id"]))
                     if grade is None:
                         raise MissingEntry(f"the gradebook has no grade {test['id']!r} of {notebook} for {student}")
-                    grade.auto_score = test["score"]
-                    grade.needs_manual_grade = grade.manual_score is not None  # a manual grade stays, flagged
+                    updates.append({"id": grade, "score": test["score"]})
+            # a manual grade stays, flagged for review
+            self.gb.db.execute(text("UPDATE grade SET auto_score = :score, "
+                                    "needs_manual_grade = (manual_score IS NOT NULL) WHERE id = :id"), updates)
             self.gb.db.commit()
         except BaseException:
             self.gb.db.rollback()
@@ -70,17 +72,19 @@ class GradebookWriter:
                 self.gb.update_or_create_student(student)
                 self.gb.add_submission(self.assignment, student)
 
-    def _grades(self, students: list[str]) -> dict[tuple[str, str, str], Grade]:
-        """{(student, notebook, grade cell): its Grade row} for the batch's students, in one query."""
-        rows = (self.gb.db.query(Grade, Student.id, Notebook.name, GradeCell.name)
-                .join(GradeCell, GradeCell.id == Grade.cell_id)
-                .join(SubmittedNotebook, SubmittedNotebook.id == Grade.notebook_id)
-                .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
-                .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
-                .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
-                .join(Student, Student.id == SubmittedAssignment.student_id)
-                .filter(Assignment.name == self.assignment, Student.id.in_(students)))
-        return {(student, notebook, cell): grade for grade, student, notebook, cell in rows}
+    def _grade_ids(self, students: list[str]) -> dict[tuple[str, str, str], str]:
+        """{(student, notebook, grade cell): its grade row's id} for the batch's students, in one query
+        that walks nbgrader's unique indexes from the students down (CROSS JOIN fixes SQLite's join order;
+        left to itself, without statistics, it scans every grade of the class for each batch)."""
+        names = {f"s{i}": student for i, student in enumerate(students)}
+        rows = self.gb.db.execute(text(
+            "SELECT sa.student_id, n.name, bc.name, g.id FROM assignment a CROSS JOIN submitted_assignment sa "
+            "CROSS JOIN notebook n CROSS JOIN submitted_notebook sn CROSS JOIN base_cell bc CROSS JOIN grade g "
+            "WHERE a.name = :assignment AND sa.assignment_id = a.id AND sa.student_id IN ("
+            + ", ".join(f":{k}" for k in names) + ") AND n.assignment_id = a.id AND sn.notebook_id = n.id "
+            "AND sn.assignment_id = sa.id AND bc.notebook_id = n.id AND g.cell_id = bc.id AND g.notebook_id = sn.id"),
+            {"assignment": self.assignment, **names})
+        return {(student, notebook, cell): grade for student, notebook, cell, grade in rows}
 
     def close(self) -> None:
         """Close the gradebook; like any database connection, what was not flushed is not committed."""

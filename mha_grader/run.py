@@ -10,6 +10,7 @@ run the same way. Either way one line says what was graded and the command that 
 notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
 """
 import errno
+import gc
 import os
 import shlex
 import shutil
@@ -148,6 +149,7 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
     try:
         with stop.waiting():
             backend = _backend(args, course, limits)
+            gc.freeze()  # start-up's objects (torch's, the plan's) live to the end: no collection walks them again
             backend.start(plan)
         arrivals = backend.results()
         while True:
