@@ -366,7 +366,7 @@ def test_every_figure_says_what_it_shows():
 @needs_site
 def test_no_build_plumbing_shown_under_the_first_figure():
     """The cell under chapter 1's first figure shows the computation, not its glue (a hidden cell
-    glues the numbers). Other chapters' visible glue calls are chapter work (issue 18)."""
+    glues the numbers), read on the built page; tests/test_plumbing.py checks every chapter's source."""
     text = (SITE / "chapters" / "01_unit_17_08.html").read_text(encoding="utf-8")
     cells = [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in
              re.findall(r'<div class="cell_input.*?</pre>', text, re.S)]
