@@ -71,6 +71,11 @@ $(SITE_NODE_STAMP):
 	cp $(SITE_NODE)/node_modules/mathjax-full/es5/output/chtml/fonts/woff-v2/*.woff $(SITE_MATH)/fonts/
 	touch $@
 
+.PHONY: bench-keys
+## bench-keys: key presses from page load to every focusable element of the built site (needs make book, make browser)
+bench-keys: $(STAMP) browser
+	$(BIN)/python bench/keyboard_reach.py
+
 ## bench-build: time a cold build, a no-change rebuild and rebuilds after touching/editing one chapter
 bench-build: $(STAMP) $(SITE_NODE_STAMP)
 	$(BIN)/python bench/bench_build.py

@@ -9,6 +9,8 @@
 * **Lighter pages.** :mod:`icons` replaces the theme's 1.5 MB icon bundle by the icons used.
 * **Search for notation.** :mod:`search_math`: ``W^O`` is one search word, snippets show no TeX.
 * **Maths typeset at build time.** :mod:`math_prerender`: pages carry CHTML and MathML, no MathJax.
+* **Skip links.** :mod:`skip_links`: from the top of a page, a few key presses reach each head
+  viewer and each section's answers.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import icons
 import math_prerender
 import notebook_export
 import search_math
+import skip_links
 import student_kit
 
 LOG = logging.getLogger(__name__)
@@ -178,6 +181,7 @@ def setup(app):
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 
     math_prerender.setup(app)
+    skip_links.setup(app)
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_HideCellInput))
     app.add_search_language(search_math.MathAwareEnglish)
     app.connect("config-inited", hide_unset_buttons, priority=900)

@@ -9,6 +9,7 @@ host exists (--host-resolver-rules) and every request to another host is aborted
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import http.server
@@ -147,33 +148,56 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def server():
+@contextlib.contextmanager
+def serve_site():
+    """The built site on a loopback HTTP server; yields its base URL."""
     handler = functools.partial(_QuietHandler, directory=str(SITE))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser():
+def chromium_path() -> str | None:
     exe = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(exe).is_file():
-        message = ("Debian's Chromium is not installed (`make browser`, or "
-                   "`apt-get install chromium`); the browser tests need it")
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(message)
-        pytest.skip(message)
+    return exe if Path(exe).is_file() else None
+
+
+@contextlib.contextmanager
+def launch_chromium(exe: str):
+    """Debian's headless Chromium under Playwright, told that no other host exists."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         # Playwright gives the browser a fresh temporary profile (--user-data-dir) itself.
         chromium = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve_site() as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = chromium_path()
+    if exe is None:
+        message = ("Debian's Chromium is not installed (`make browser`, or "
+                   "`apt-get install chromium`); the browser tests need it")
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with launch_chromium(exe) as chromium:
         yield chromium
-        chromium.close()
 
 
 class _Watch:
@@ -374,26 +398,63 @@ def test_no_build_plumbing_shown_under_the_first_figure():
     assert len(tv) == 1 and "gl(" not in tv[0] and "glue(" not in tv[0], tv
 
 
-@needs_site
-def test_keyboard_reaches_the_head_viewer_in_a_few_presses_and_reads_its_values(watch):
-    """Formulas are no Tab stops: chapter 4's first head viewer is a few Tab presses away; its
-    values open as a table from the keyboard, and a change of head is announced (aria-live)."""
-    page = watch.open("chapters/04_complete_guide.html")
-    viewer = page.locator("div.head-selector").first
-    viewer.scroll_into_view_if_needed()
+KEYS_TO_A_VIEWER = 6     # Tab, Enter presses from page load to a head viewer's first control
+# Whether the focused link jumps into the page, to an element whose first control is the
+# viewer's first select (so the next Tab lands there).
+JUMPS_TO_JS = """v => { const a = document.activeElement;
+  const t = a && a.hash && a.href.split('#')[0] === location.href.split('#')[0]
+            && document.getElementById(decodeURIComponent(a.hash.slice(1)));
+  return !!t && t.querySelector('a[href], button, input, select, textarea, summary, [tabindex]')
+                === v.querySelector('select'); }"""
+
+
+def _keys_to_viewer(page, viewer, limit: int = KEYS_TO_A_VIEWER) -> int:
+    """Key presses, from page load, that put the focus on the viewer's first control: Tab to its
+    skip link (site/skip_links.py), which must then be on screen, Enter, Tab. Fails past `limit`."""
+    handle = viewer.element_handle()
     presses = 0
-    page.locator("body").focus()
-    while presses < 120:
+    while not page.evaluate(JUMPS_TO_JS, handle):
+        assert presses < limit - 2, f"no skip link to {viewer} within {presses} Tab presses"
         page.keyboard.press("Tab")
         presses += 1
-        if page.evaluate("() => !!document.activeElement.closest('div.head-selector')"):
-            break
-    before = page.evaluate("() => document.querySelectorAll('a[href], button, select, summary, [tabindex]')"
-                           ".length")
-    print(f"\nchapter 4: the first head viewer is reached after {presses} Tab presses "
-          f"({before} focusable elements on the page)")
-    assert page.evaluate("() => document.activeElement.tagName") == "SELECT", presses
-    assert presses <= 60, f"{presses} Tab presses to reach the first head viewer"
+    page.wait_for_function("() => { const r = document.activeElement.getBoundingClientRect();"
+                           " return r.top >= 0 && r.bottom <= innerHeight && r.height > 0; }")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    presses += 2
+    assert page.evaluate("v => document.activeElement === v.querySelector('select')", handle), \
+        f"after the skip link: {page.evaluate('document.activeElement.outerHTML.slice(0, 120)')}"
+    return presses
+
+
+@needs_site
+@pytest.mark.parametrize("view", ["desktop", "phone"])
+def test_every_head_viewer_is_a_few_key_presses_from_page_load(browser, server, view):
+    """WCAG 2.4.1: past the sidebar, the header and the copy buttons of every code cell, a skip
+    link per viewer puts its first control a handful of key presses from the top of the page."""
+    reached = []
+    for page_file in (p for p in _pages() if 'class="head-selector"' in p.read_text(encoding="utf-8")):
+        for n in range(page_file.read_text(encoding="utf-8").count('class="head-selector"')):
+            watch = _Watch(browser, server, **(DESKTOP if view == "desktop" else PHONE))
+            try:
+                page = watch.open(_rel(page_file))
+                presses = _keys_to_viewer(page, page.locator("div.head-selector").nth(n))
+                reached.append(f"{_rel(page_file)} viewer {n + 1}: {presses}")
+                assert not watch.problems, "\n".join(watch.problems)
+            finally:
+                watch.close()
+    print(f"\n{view}: key presses from page load to each head viewer: " + "; ".join(reached))
+    assert len(reached) >= 5, reached
+
+
+@needs_site
+def test_keyboard_reaches_the_head_viewer_in_a_few_presses_and_reads_its_values(watch):
+    """Chapter 4's first head viewer from the keyboard: a few presses away from page load; its
+    values open as a table, and a change of head is announced (aria-live)."""
+    page = watch.open("chapters/04_complete_guide.html")
+    viewer = page.locator("div.head-selector").first
+    assert _keys_to_viewer(page, viewer) <= KEYS_TO_A_VIEWER
+    assert viewer.get_attribute("role") == "group" and "Untrained" in viewer.get_attribute("aria-label")
     status = viewer.locator(".head-selector-status")
     assert status.get_attribute("aria-live") == "polite" and status.inner_text() == ""
     page.keyboard.press("ArrowDown")        # the next head, from the keyboard
@@ -410,6 +471,31 @@ def test_keyboard_reaches_the_head_viewer_in_a_few_presses_and_reads_its_values(
     shown = viewer.locator("rect.head-selector-cell").evaluate_all("rs => rs.map(r => r.dataset.value)")
     assert cells == shown, "the table does not hold the map's values"
     assert table.locator("tbody th[scope='row']").count() == n_q
+    assert not watch.problems, "\n".join(watch.problems)
+
+
+@needs_site
+def test_skip_links_lead_to_the_main_content_and_to_each_sections_answers(watch):
+    """The theme's "Skip to main content" moves the Tab order past the sidebar; a page's answers
+    (dropdowns) are one skip link away, and the next Tab opens nothing but lands on the first."""
+    page = watch.open("chapters/04_complete_guide.html")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent.trim()") == "Skip to main content"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.closest('#main-content') !== null "
+                         "&& document.activeElement.closest('.bd-sidebar-primary') === null")
+    links = page.locator("nav.course-skip-links a")
+    labels = links.all_inner_texts()
+    assert labels[0].startswith("Head viewer: ") and re.fullmatch(r"Check yourself: \d+ answers", labels[1]), labels
+    for n in range(1, links.count()):
+        page = watch.open("chapters/04_complete_guide.html")
+        for _ in range(n + 2):
+            page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == labels[n]
+        page.keyboard.press("Enter")
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.matches('details.sd-dropdown:not([open]) > summary')")
     assert not watch.problems, "\n".join(watch.problems)
 
 

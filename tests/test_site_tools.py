@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
 import math_prerender  # noqa: E402
 import notebook_export  # noqa: E402
 import search_math  # noqa: E402
+import skip_links  # noqa: E402
 
 
 @pytest.mark.parametrize("tex, words", [
@@ -137,3 +138,32 @@ def test_a_tex_error_fails_with_the_page_and_the_formula(tmp_path):
         '<html><head></head><body><span class="math notranslate nohighlight">\\(\\frac{1}{\\)</span></body></html>')
     with pytest.raises(RuntimeError, match=r"bad\.html: TeX error in .*frac.*Missing"):
         math_prerender.render_site(tmp_path, NODE_MODULES)
+
+
+def test_skip_links_name_each_head_viewer_and_each_sections_answers():
+    """site/skip_links.py on a small doctree: one link per viewer, one per section of dropdowns,
+    each with an id to jump to (the built site's test follows them in a browser)."""
+    np = pytest.importorskip("numpy")
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+    from mha_book.widgets import head_selector_markup
+
+    doctree = new_document("page", get_default_settings(Parser))
+
+    def dropdown(title):
+        return nodes.container("", nodes.rubric(text=title), nodes.paragraph(text="..."),
+                               classes=["sd-dropdown"])
+
+    viewer = nodes.raw("", head_selector_markup(np.full((2, 3, 3), 1 / 3), list("abc"), title="Two heads"),
+                       format="html")
+    quiz = nodes.section("", nodes.title(text="Check yourself"), dropdown("Answer"), dropdown("Answer"))
+    lone = nodes.section("", nodes.title(text="A first look"), dropdown("Quiz: what is a head?"))
+    doctree += [nodes.section("", nodes.title(text="Intro"), viewer), quiz, lone]
+    skip_links.mark_targets(None, doctree, "page")
+    assert doctree[skip_links.CONTEXT_KEY] == [
+        ("#head-viewer-1", "Head viewer: Two heads"), ("#answers-1", "Check yourself: 2 answers"),
+        ("#answers-2", "Quiz: what is a head?")]
+    assert viewer["ids"] == ["head-viewer-1"] and viewer["classes"], "the id needs a <div> around the raw HTML"
+    assert quiz[1]["ids"] == ["answers-1"] and not quiz[2]["ids"]

@@ -186,6 +186,9 @@
       console.warn("head-selector: unreadable data", err);
       return;
     }
+    // One named group: a screen reader says which viewer the focus entered (a skip link lands here).
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "Head viewer" + (spec.title ? ": " + spec.title : ""));
     var controls = document.createElement("div");
     controls.className = "head-selector-controls";
     if (spec.title) {
