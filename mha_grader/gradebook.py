@@ -7,9 +7,11 @@ committed (the caller stamps it after :meth:`flush`), so a run stopped between t
 nothing but the uncommitted batch, which the next run grades again. :meth:`close` commits nothing.
 """
 import contextlib
+import functools
 import warnings
 
-from nbgrader.api import Assignment, Gradebook, InvalidEntry, MissingEntry, Student, SubmittedAssignment
+from nbgrader.api import (Assignment, Comment, Grade, Gradebook, InvalidEntry, MissingEntry, Student, SubmittedAssignment,
+                          SubmittedNotebook, new_uuid)
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import DBAPIError, SAWarning
 from tornado.log import app_log  # nbgrader's own logger
@@ -57,8 +59,9 @@ class GradebookWriter:
         return [(student, notebook) for student, notebook, _ in batch]
 
     def _add_submissions(self, students: list[str]) -> None:
-        """A submission (nbgrader's rows for every notebook and cell) for each student who has none yet,
-        in the batch's transaction: nbgrader's own add_submission, its per-student commit made a flush."""
+        """A submission for each student who has none yet, in the batch's transaction: the rows nbgrader's
+        add_submission makes (the submission; per notebook, a submitted notebook; per grade cell a grade,
+        per solution cell a comment, per task cell both), written in bulk: its ORM spent 23 ms a student."""
         known = {sid for (sid,) in self.gb.db.query(Student.id)
                  .join(SubmittedAssignment, SubmittedAssignment.student_id == Student.id)
                  .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
@@ -70,7 +73,27 @@ class GradebookWriter:
             warnings.simplefilter("ignore", SAWarning)  # nbgrader 0.9.6 under SQLAlchemy 2.1: autoflush notices
             for student in new:
                 self.gb.update_or_create_student(student)
-                self.gb.add_submission(self.assignment, student)
+        assignment_id, notebooks = self._release
+        rows = {SubmittedAssignment: [], SubmittedNotebook: [], Grade: [], Comment: []}
+        for student in new:
+            submission = new_uuid()
+            rows[SubmittedAssignment].append({"id": submission, "assignment_id": assignment_id, "student_id": student})
+            for notebook_id, graded, commented in notebooks:
+                notebook = new_uuid()
+                rows[SubmittedNotebook].append({"id": notebook, "assignment_id": submission, "notebook_id": notebook_id})
+                rows[Grade] += [{"id": new_uuid(), "notebook_id": notebook, "cell_id": cell} for cell in graded]
+                rows[Comment] += [{"id": new_uuid(), "notebook_id": notebook, "cell_id": cell} for cell in commented]
+        for table, values in rows.items():  # (in this order: each refers to the one before)
+            if values:
+                self.gb.db.execute(table.__table__.insert(), values)
+
+    @functools.cached_property
+    def _release(self) -> tuple[str, list[tuple[str, list[str], list[str]]]]:
+        """(the assignment's id, [(notebook id, its cells that get a grade, its cells that get a comment)]),
+        as nbgrader's add_submission mirrors them."""
+        assignment = self.gb.find_assignment(self.assignment)
+        return assignment.id, [(nb.id, [c.id for c in [*nb.grade_cells, *nb.task_cells]],
+                                [c.id for c in [*nb.solution_cells, *nb.task_cells]]) for nb in assignment.notebooks]
 
     def _grade_ids(self, students: list[str]) -> dict[tuple[str, str, str], str]:
         """{(student, notebook, grade cell): its grade row's id} for the batch's students, in one query
