@@ -49,9 +49,9 @@ class GradebookWriter:
                     if grade is None:
                         raise MissingEntry(f"the gradebook has no grade {test['id']!r} of {notebook} for {student}")
                     updates.append({"id": grade, "score": test["score"]})
-            # a manual grade stays, flagged for review
-            self.gb.db.execute(text("UPDATE grade SET auto_score = :score, "
-                                    "needs_manual_grade = (manual_score IS NOT NULL) WHERE id = :id"), updates)
+            if updates:  # a manual grade stays, flagged for review
+                self.gb.db.execute(text("UPDATE grade SET auto_score = :score, "
+                                        "needs_manual_grade = (manual_score IS NOT NULL) WHERE id = :id"), updates)
             self.gb.db.commit()
         except BaseException:
             self.gb.db.rollback()

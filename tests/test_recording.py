@@ -64,3 +64,33 @@ def test_a_batch_that_fails_commits_nothing(course):
         writer.flush()
     writer.close()
     assert _booked(course, "r3") == {} and _booked(course, "r4") == {}
+
+
+def _rows(course, student: str) -> list[tuple]:
+    """Every row nbgrader keeps for ``student``'s submission, ids replaced by what they point at."""
+    import sqlite3
+    db = sqlite3.connect(course / "gradebook.db")
+    joins = ("FROM submitted_assignment sa JOIN submitted_notebook sn ON sn.assignment_id = sa.id "
+             "JOIN notebook n ON n.id = sn.notebook_id")
+    found = db.execute(f"SELECT 'nb', n.name, sn.flagged, sn.late_submission_penalty, sa.timestamp, sa.extension {joins} "
+                       "WHERE sa.student_id = ?", (student,)).fetchall()
+    for table, columns in (("grade", "t.auto_score, t.manual_score, t.extra_credit, t.needs_manual_grade"),
+                           ("comment", "t.auto_comment, t.manual_comment")):
+        found += db.execute(f"SELECT '{table}', n.name, c.name, {columns} {joins} JOIN {table} t ON t.notebook_id = sn.id "
+                            "JOIN base_cell c ON c.id = t.cell_id WHERE sa.student_id = ?", (student,)).fetchall()
+    db.close()
+    return sorted(found)
+
+
+def test_a_new_submission_has_the_rows_nbgrader_would_make(course):
+    """The bulk rows of a first submission are those of nbgrader's own add_submission, to the column."""
+    course_obj = course_mod.Course(course)
+    with Gradebook(course_obj.db_url, course_id="") as gb:
+        gb.update_or_create_student("by_nbgrader")
+        gb.add_submission("mha", "by_nbgrader")
+    writer = GradebookWriter(course_obj.db_url, "mha")
+    writer.record("by_us", P, [])  # a submission, no score yet
+    writer.flush()
+    writer.close()
+    ours, theirs = _rows(course, "by_us"), _rows(course, "by_nbgrader")
+    assert ours == theirs and len(ours) > len(kit.NOTEBOOKS)
