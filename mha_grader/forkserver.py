@@ -23,7 +23,8 @@ runs in a sandbox whose every property below is a claim the README makes and `ma
 
 sandbox.py starts this server once per grading process (``python -I forkserver.py FD [torch]``, FD a
 SOCK_SEQPACKET socket), with numpy and the wire format already imported, and torch too in the
-server for the jobs that need it. For each job it receives a request (JSON) with three descriptors
+server for the jobs that need it; the programs a job runs are compiled once here, and the heap is
+put on 2 MB pages (huge_pages), which makes each fork below cheaper. For each job it receives a request (JSON) with three descriptors
 (the job's connection, the report channel's write end, the job's stderr file) and forks:
 
   manager   (the grader's user, outside)  the job's cgroup; new namespaces; waits, reads the usage
@@ -378,9 +379,9 @@ def serve(control: socket.socket) -> None:
 def huge_pages() -> int:
     """Back this server's writable anonymous memory (its heap: torch's and Python's objects) with 2 MB
     pages where the kernel can (MADV_COLLAPSE, Linux 6.1+), so that each of a job's forks copies one
-    page-table entry per 2 MB instead of 512 and its exit unmaps as few: a fork and exit of the torch
-    server then costs 2-3x less CPU (bench/bench_grading.py). Pages a job writes are still copied 4 kB
-    at a time. A kernel without it leaves the pages as they are. Returns the 2 MB pages made."""
+    page-table entry per 2 MB instead of 512 and its exit unmaps as few (measured on Linux 6.18: a fork
+    and exit of the torch server, 9.7 ms of CPU before, 4.0 after; an exercise-5 job, 120 ms before, 80
+    after). Pages a job writes are still copied 4 kB at a time. A kernel without it leaves the pages as they are. Returns the 2 MB pages made."""
     made = 0
     with open("/proc/self/maps") as maps:
         for line in maps:
