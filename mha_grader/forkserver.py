@@ -24,14 +24,19 @@ runs in a sandbox whose every property below is a claim the README makes and `ma
 sandbox.py starts this server once per grading process (``python -I forkserver.py FD [torch]``, FD a
 SOCK_SEQPACKET socket), with numpy and the wire format already imported, and torch too in the
 server for the jobs that need it; the programs a job runs are compiled once here, and the heap is
-put on 2 MB pages (huge_pages), which makes each fork below cheaper. For each job it receives a request (JSON) with three descriptors
-(the job's connection, the report channel's write end, the job's stderr file) and forks:
+put on 2 MB pages (huge_pages), which makes each fork below cheaper. For each job it receives a
+request (JSON) with three descriptors (the job's connection, the report channel's write end, the
+job's stderr file) and forks:
 
   manager   (the grader's user, outside)  the job's cgroup; new namespaces; waits, reads the usage
-    init    (pid 1 inside)                joins the cgroup; builds the file system with mount(2)
-      program (the sandbox user)          chroot, no capabilities, no new privileges, limits, a fresh
-                                          keyring, the seccomp filter, then harness.py runs as
-                                          __main__, in this warm interpreter
+    init    (pid 1 inside)                joins the cgroup; builds the file system with mount(2);
+                                          then, as the program: chroot, no capabilities, no new
+                                          privileges, limits, a fresh keyring, the seccomp filter,
+                                          and harness.py runs as __main__, in this warm interpreter
+
+The program is pid 1 itself (one fork fewer per job): no process of the job can signal it (the
+kernel delivers to a namespace's pid 1 only the signals it handles), its orphans come back to it,
+and when it ends the kernel ends every other process of the namespace.
 
 The manager sends the job's exit status and its cgroup's usage on its connection, and kills the job
 as soon as that connection closes (the grader gave up on it, or died): init goes, and the kernel
@@ -147,7 +152,8 @@ def _contain(request: dict, conn: int, report: int, group) -> int:
         os.close(conn)
         _exit_with(lambda: init(request, report, group))
     os.close(report)
-    return _wait_unless_hung_up(pid, conn)
+    code = _wait_unless_hung_up(pid, conn)
+    return code if code >= 0 else 128 - code  # killed by signal n: 128 + n, as a shell says
 
 
 def init(request: dict, report: int, group) -> int:
@@ -157,14 +163,8 @@ def init(request: dict, report: int, group) -> int:
         _check(LIBC.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")  # its /proc/self/cgroup says "/"
     if request["hardening"]["hide_host_paths"]:
         _blank_command_line()
-    root = request["root"]
-    build_root(root, request["job"], request["prefixes"], request["hardening"])
-    pid = os.fork()
-    if pid == 0:
-        _exit_with(lambda: program(request, report))
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    return code if code >= 0 else 128 - code  # killed by signal n: 128 + n, as a shell says
+    build_root(request["root"], request["job"], request["prefixes"], request["hardening"])
+    return program(request, report)
 
 
 def program(request: dict, report: int) -> int:
