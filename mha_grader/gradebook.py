@@ -13,7 +13,7 @@ import warnings
 from nbgrader.api import (Assignment, Comment, Grade, Gradebook, InvalidEntry, MissingEntry, Student, SubmittedAssignment,
                           SubmittedNotebook, new_uuid)
 from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.exc import DBAPIError, SAWarning
+from sqlalchemy.exc import DBAPIError, ProgrammingError, SAWarning
 from tornado.log import app_log  # nbgrader's own logger
 
 
@@ -26,6 +26,7 @@ class GradebookWriter:
             raise SystemExit(f"The gradebook {db_url} has no assignment {assignment!r}: run `make release` "
                              "(nbgrader generate_assignment) first.")
         self.gb = Gradebook(db_url, course_id)  # nbgrader's default id would add a stray course row
+        _add_indexes(self.gb)
         self.assignment = assignment
         self.pending: list[tuple[str, str, list[dict]]] = []
 
@@ -113,6 +114,23 @@ class GradebookWriter:
         """Close the gradebook; like any database connection, what was not flushed is not committed."""
         self.pending = []
         self.gb.close()
+
+
+# Lookups nbgrader's schema has no index for: a submission's notebooks, a submitted notebook's grades and
+# comments. Without them every such lookup scans the whole class (nbgrader export of 1,000 students took
+# 12 s, 4 s with them). Additive: nbgrader neither needs nor minds them; its own queries use them too.
+INDEXES = {"mha_submitted_notebook_by_submission": "submitted_notebook (assignment_id)",
+           "mha_grade_by_notebook": "grade (notebook_id)", "mha_comment_by_notebook": "comment (notebook_id)"}
+
+
+def _add_indexes(gb: Gradebook) -> None:
+    """Create INDEXES where missing (a database user not allowed to: the run goes on without them)."""
+    try:
+        with gb.engine.begin() as db:
+            for name, on in INDEXES.items():
+                db.execute(text(f"CREATE INDEX IF NOT EXISTS {name} ON {on}"))
+    except ProgrammingError:  # (not an unreachable database: that is an OperationalError, raised)
+        pass
 
 
 def _released_under(db_url: str, assignment: str) -> str | None:
