@@ -1,0 +1,113 @@
+"""Dask overhead benchmark (a measurement, not a test): the same generated class graded by the local
+threads backend (`grade --workers 2`) and by Dask (`grade --scheduler local`: a LocalCluster of 2
+worker processes of 1 thread, started by the run), in interleaved rounds on this machine.
+
+Overhead = Dask's wall time per notebook over the threads backend's, on the same class and machine.
+With ``--compare COMMIT`` a third mode runs the grader as it was at COMMIT (its `mha_grader` and
+`mha_checks`, exported with `git archive`) with `--scheduler local` too: say the last commit with one
+Dask task per notebook, against this tree's one task per student.
+
+Each run grades every notebook (`--force`). Printed: one row per run (wall time of the command, its
+grading phase, Dask's connection and cluster start inside it, per notebook, the load average), then
+the median per mode and its ratio to the threads backend: for the whole command, and for the grading
+phase without the connection (what a long-lived cluster pays). The machine may be shared: rounds are
+interleaved (the order rotates each round) and the load is printed.
+
+    .venv/bin/python bench/bench_dask.py [--students 60] [--rounds 3] [--compare COMMIT] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+import bench_class  # noqa: E402  (timing helpers)
+from submissions import classroom, kit  # noqa: E402  (the test suite's submission builders)
+
+
+def grader_at(commit: str, dest: Path) -> Path:
+    """The grader (mha_grader, mha_checks) as it was at ``commit``, in ``dest``."""
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit, "mha_grader", "mha_checks"], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def grade(code: Path, course: Path, secret: Path, *options: str) -> dict:
+    """One timed run of the grader in ``code`` on ``course``: wall, grading phase, connection (s), load."""
+    env = {**kit.env(), "MHA_GRADER_SECRET": str(secret), "PYTHONPATH": str(code)}
+    env.pop("MHA_GRADER_DB_URL", None)
+    wall, load, out = bench_class.timed([sys.executable, "-m", "mha_grader", "--course", str(course), "grade",
+                                         "--force", *options], code, env)
+    phase = float(re.search(r"Grading took ([\d.]+) s", out).group(1))
+    connect = re.search(r"connected in ([\d.]+) s", out)
+    return {"wall": wall, "phase": phase, "connect": float(connect.group(1)) if connect else 0.0, "load": load}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--compare", metavar="COMMIT", help="also Dask with the grader at COMMIT")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-dask-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        run(work, args.students, args.rounds, args.compare)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run(work: Path, students: int, rounds: int, compare: str | None) -> None:
+    course = kit.make_course(work / "course")
+    classroom.generate(course, students)
+    notebooks = students * len(kit.NOTEBOOKS)  # a notebook not handed in is a job too
+    secret = work / "secret"
+    secret.write_text("0123456789abcdef" * 4 + "\n")
+    secret.chmod(0o600)
+    modes = {"threads": (ROOT, ["--workers", "2"]), "dask": (ROOT, ["--scheduler", "local", "--workers", "2"])}
+    if compare:
+        modes[f"dask@{compare}"] = (grader_at(compare, work / "compare"), ["--scheduler", "local", "--workers", "2"])
+    for name in modes:
+        shutil.copytree(course, work / name)
+    print(f"{students} students x {len(kit.NOTEBOOKS)} notebooks = {notebooks} jobs per run; {rounds} round(s), "
+          f"order rotating\n", flush=True)
+    print("| round | mode | wall (s) | grading phase (s) | connect (s) | wall / notebook (ms) | "
+          "phase - connect / notebook (ms) | load |\n|---:|---|---:|---:|---:|---:|---:|---|", flush=True)
+    runs: dict[str, list[dict]] = {name: [] for name in modes}
+    names = list(modes)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            code, options = modes[name]
+            t = grade(code, work / name, secret, *options)
+            runs[name].append(t)
+            print(f"| {r + 1} | {name} | {t['wall']:.1f} | {t['phase']:.1f} | {t['connect']:.1f} | "
+                  f"{t['wall'] / notebooks * 1000:.0f} | {(t['phase'] - t['connect']) / notebooks * 1000:.0f} | "
+                  f"{t['load']} |", flush=True)
+    graded = {name: bench_class.scores(work / name) for name in modes}
+    assert all(g == graded["threads"] for g in graded.values()) and len(graded["threads"]) == students, \
+        "the modes disagree, or a student was not graded"
+    base = {k: statistics.median(t[k] for t in runs["threads"]) for k in ("wall", "phase")}
+    print("\nMedian over the rounds, per notebook, and the ratio to the threads backend (overhead goal: < 5 %):\n")
+    print("| mode | wall / notebook (ms) | vs threads | phase - connect / notebook (ms) | vs threads |\n"
+          "|---|---:|---:|---:|---:|")
+    for name, ts in runs.items():
+        wall = statistics.median(t["wall"] for t in ts)
+        steady = statistics.median(t["phase"] - t["connect"] for t in ts)
+        print(f"| {name} | {wall / notebooks * 1000:.0f} | {(wall / base['wall'] - 1) * 100:+.1f} % | "
+              f"{steady / notebooks * 1000:.0f} | {(steady / base['phase'] - 1) * 100:+.1f} % |")
+
+
+if __name__ == "__main__":
+    main()
