@@ -124,8 +124,11 @@ class Dask:
         return sum(n for n in ended.values() if isinstance(n, int))
 
     def close(self) -> None:
-        if not self.stopped:  # (a stopped run's stop stays set on the workers: a task may still be ending)
-            self.client.run(forget_run, self.run_id, on_error="return")
+        if not self.stopped:  # (a stopped run's stop stays set on the workers, a few bytes: a task may still be ending)
+            try:
+                self.client.run(forget_run, self.run_id, on_error="return")
+            except Exception:  # noqa: BLE001 - the scheduler is gone: so are the run's tasks
+                pass
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
