@@ -209,8 +209,9 @@ def _connect(scheduler: str, workers: int):
 
 def dask_setup(server) -> None:
     """Called by Dask as a scheduler or worker starts with ``--preload mha_grader.cluster``: the grader is
-    imported before the first job (the scheduler unpickles each task); a worker checks its sandbox and
-    starts its fork servers (torch's takes seconds) before it takes jobs."""
+    imported before the first job (the scheduler unpickles each task); a worker checks its sandbox,
+    starts its fork servers (torch's takes seconds) and imports what feedback pages need (seconds too)
+    before it takes jobs."""
     from distributed import Worker
     if not isinstance(server, Worker):
         return
@@ -223,6 +224,7 @@ def dask_setup(server) -> None:
                                             "refuse every job: %s", "; ".join(problems))
     else:
         sandbox.start_servers()
+    import nbconvert.filters  # noqa: F401 - feedback pages need it: seconds to import, paid here, not in the first job
 
 
 def dask_teardown(server) -> None:
