@@ -7,15 +7,17 @@ Each ``--compare COMMIT`` adds a mode: the grader as it was at COMMIT (its `mha_
 `mha_checks`, exported with `git archive`) with `--scheduler local` too: say the last commit with one
 Dask task per notebook, against this tree's one task per student.
 
-Each run grades every notebook (`--force`). Printed: one row per run (wall time of the command, its
-grading phase, Dask's connection and cluster start inside it, the load average, and the share of the
-workers' time after the connection spent judging: sandbox and judge, judging.grade_notebook's own
-"seconds", summed over the results, over workers x (phase - connection)) with two figures per
-notebook: the command's wall time, and the steady rate (the time between the 10th and the 90th
-percentile of the results' recording times, per result in between: start-up and the last stragglers
-left out, what a long class or a long-lived cluster pays); then the median of each per mode and
-Dask's overhead: the median of each round's ratio to the threads run of the same round. The machine may be shared: rounds are interleaved (the order rotates
-each round) and the load is printed.
+Each run grades every notebook (`--force`). One row per run: the command's wall time, its grading
+phase, Dask's connection inside it (cluster start included), the load average, "judging busy" (the
+workers' time after the connection spent in judging.grade_notebook, its "seconds" summed over the
+results, over workers x (phase - connection)), and three figures per notebook: the command's wall
+time; the steady rate (between the 10th and the 90th percentile of the results' recording times, per
+result in between: start-up and stragglers left out, what a long class or a long-lived cluster pays);
+and "other", the worker time not spent judging (feedback pages, Dask's traffic, waiting, warm-up),
+which other load on the machine inflates less than the judging itself.
+Then, per mode, the median of each, and Dask's overhead: the median over the rounds of each run's
+ratio to the threads run of the same round. The machine may be shared: rounds are interleaved (the
+order rotates each round) and the load is printed.
 
     .venv/bin/python bench/bench_dask.py [--students 60] [--rounds 3] [--compare COMMIT ...] [--keep DIR]
 """
@@ -60,8 +62,9 @@ def grade(code: Path, course: Path, secret: Path, *options: str) -> dict:
     connect = float(connect.group(1)) if connect else 0.0
     results = list((course / "autograded").glob(f"*/{kit.ASSIGNMENT}/*.result.json"))
     judged = sum(json.loads(p.read_text())["seconds"] for p in results)
+    worker_s = WORKERS * (phase - connect)
     return {"wall": wall, "phase": phase, "connect": connect, "load": load, "steady": steady(results),
-            "busy": judged / (WORKERS * (phase - connect))}
+            "busy": judged / worker_s, "other": (worker_s - judged) / len(results)}
 
 
 def steady(results: list[Path]) -> float:
@@ -104,7 +107,8 @@ def run(work: Path, students: int, rounds: int, compare: list[str]) -> None:
     print(f"{students} students x {len(kit.NOTEBOOKS)} notebooks = {notebooks} jobs per run; {rounds} round(s), "
           f"order rotating\n", flush=True)
     print("| round | mode | wall (s) | grading phase (s) | connect (s) | wall / notebook (ms) | "
-          "steady / notebook (ms) | judging busy | load |\n|---:|---|---:|---:|---:|---:|---:|---:|---|", flush=True)
+          "steady / notebook (ms) | judging busy | other / notebook (ms) | load |\n"
+          "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|", flush=True)
     runs: dict[str, list[dict]] = {name: [] for name in modes}
     names = list(modes)
     for r in range(rounds):
@@ -115,19 +119,19 @@ def run(work: Path, students: int, rounds: int, compare: list[str]) -> None:
             runs[name].append(t)
             print(f"| {r + 1} | {name} | {t['wall']:.1f} | {t['phase']:.1f} | {t['connect']:.1f} | "
                   f"{t['per_notebook'] * 1000:.0f} | {t['steady'] * 1000:.0f} | "
-                  f"{t['busy'] * 100:.0f} % | {t['load']} |", flush=True)
+                  f"{t['busy'] * 100:.0f} % | {t['other'] * 1000:.0f} | {t['load']} |", flush=True)
     graded = {name: bench_class.scores(work / name) for name in modes}
     assert all(g == graded["threads"] for g in graded.values()) and len(graded["threads"]) == students, \
         "the modes disagree, or a student was not graded"
     print("\nPer notebook, the median over the rounds; and Dask's overhead: the median over the rounds of each "
           "run's ratio to the threads run of the same round (the load moves between rounds; goal: < 5 %):\n")
-    print("| mode | wall / notebook (ms) | overhead (wall) | steady / notebook (ms) | overhead (steady) |\n"
-          "|---|---:|---:|---:|---:|")
+    print("| mode | wall / notebook (ms) | overhead (wall) | steady / notebook (ms) | overhead (steady) | "
+          "other / notebook (ms) |\n|---|---:|---:|---:|---:|---:|")
     for name, ts in runs.items():
         figures = [f"{statistics.median(t[k] for t in ts) * 1000:.0f} | "
                    f"{statistics.median(t[k] / b[k] - 1 for t, b in zip(ts, runs['threads'])) * 100:+.1f} %"
                    for k in ("per_notebook", "steady")]
-        print(f"| {name} | {' | '.join(figures)} |")
+        print(f"| {name} | {' | '.join(figures)} | {statistics.median(t['other'] for t in ts) * 1000:.0f} |")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,23 @@ def test_retried_reported_and_each_job_once(scheduler, monkeypatch):
     assert calls["alice", "01_a"] == calls["bob", "02_b"] == 1
 
 
+def test_a_students_results_come_together_and_the_recorder_waits_for_the_last(scheduler, monkeypatch):
+    """One task per student: their results arrive one after the other, and idle() (when the run commits
+    its batch) is false until the last of them is given back."""
+    monkeypatch.setattr(execute, "grade_job", lambda release, job, limits, unsafe: {"graded": job["notebook"]})
+    backend = cluster.Dask(scheduler, 2, {"01_a": "release a", "02_b": "release b"}, sandbox.Limits(), unsafe=True)
+    try:
+        backend.start(jobs("alice", "bob", "carol"))
+        given = [(job["student"], result, backend.idle()) for job, result in backend.results()]
+    finally:
+        backend.close()
+    students = [student for student, _, _ in given]
+    assert sorted(students) == ["alice", "alice", "bob", "bob", "carol", "carol"]
+    assert all(students[i] == students[i + 1] for i in (0, 2, 4)), students  # a student's two come together
+    assert [result for _, result, _ in given] == [{"graded": "01_a"}, {"graded": "02_b"}] * 3
+    assert not any(idle for _, _, idle in given[0::2]), "idle() while a student's results were still to come"
+
+
 def test_a_job_planned_twice_is_refused(scheduler, monkeypatch):
     plan = jobs("alice")
     with pytest.raises(AssertionError, match="planned twice"):
