@@ -109,10 +109,14 @@ probe: $(STAMP)
 	$(GRADER) probe
 
 ## bench-class: grade a generated class of 200 submissions: ours (2 workers) vs stock nbgrader, then on Dask
-.PHONY: bench-class bench-scale
+.PHONY: bench-class bench-scale bench-dask
 bench-class: $(STAMP)
 	$(BIN)/python bench/bench_class.py
 
 ## bench-scale: 1,000 students x 5 notebooks graded end to end by `make grade` here; stock nbgrader on a sample
 bench-scale: $(STAMP)
 	$(BIN)/python bench/bench_scale.py
+
+## bench-dask: Dask's overhead: one class graded by the local threads and by `--scheduler local`, interleaved
+bench-dask: $(STAMP)
+	$(BIN)/python bench/bench_dask.py

@@ -15,16 +15,25 @@ fingerprint (execute.fingerprint: the grader's and the checks' source, the packa
 worker plugin gives that resource only to a worker whose own fingerprint is the same, now or when it
 joins later, so a worker at another version never receives a job; the run says which worker and why.
 
-Each job is one Dask task whose key names its (student, notebook), what was graded and this run, so no
-job is submitted twice and none is left out. A sandbox failure (InfraError) is retried by Dask
-(``retries``); the job of a worker that dies is given to another worker (Dask's allowed-failures), and
-a result lost with its worker before it was fetched is computed again.
+Each student is one Dask task (all of that student's notebooks, graded one after the other: Dask's cost
+per task is paid once per student, not once per notebook), whose key names the student and this run;
+each (student, notebook) is planned once in a run (a job planned twice is refused), so none is graded
+twice and none is left out. Their results come back together, as the task ends. A sandbox failure of one
+notebook (InfraError) is tried again on the worker (execute.attempt); a task that fails as a whole (the
+worker's sandbox does not isolate, or its grader is another version) is retried by Dask (``retries``);
+the task of a worker that dies is given to another worker (Dask's allowed-failures), and a result lost
+with its worker before it was fetched is computed again.
+
+A stop reaches the workers (stop_run): the run's stop is set there, so a running task grades no further
+notebook and starts no sandbox, and the sandboxes it runs are ended; what was not graded comes back as
+not graded. The stop is the run's own (a worker may outlive runs and serve another one meanwhile).
 """
 import functools
 import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -36,60 +45,70 @@ from . import execute, sandbox
 PLUGIN = "mha-grader-version"
 LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
 
-WINDOW_PER_THREAD = 4  # jobs submitted ahead per worker thread (each holds its decoded notebook)
+WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their decoded notebooks)
 
 
 class Dask:
-    """The jobs of a run as Dask tasks, on a LocalCluster started here or an existing scheduler."""
+    """The jobs of a run as Dask tasks, one per student, on a LocalCluster started here or an existing scheduler."""
 
     def __init__(self, scheduler: str, workers: int, releases: dict, limits: sandbox.Limits, unsafe: bool):
         self.releases, self.limits, self.unsafe, self.workers = releases, limits, unsafe, workers
         self.started = time.monotonic()
         self.cluster, self.client = _connect(scheduler, workers)
         self.resource = f"mha-grader-{execute.fingerprint()}"
-        self.jobs: dict = {}
+        self.jobs: dict = {}  # task key -> the student's jobs
+        self.planned: set = set()  # (student, notebook) of every job submitted
         self.pending: set = set()  # submitted, not yet given back
         self.waiting = iter(())
         self.refused: list[str] = []
+        self.more = False  # results of the current task still to give back
+        self.run_id, self.stopped = uuid.uuid4().hex[:12], False  # a key of this run never meets another run's
 
     def start(self, plan: list[dict]) -> None:
-        """Submit the first window of jobs (after the version check: see notes())."""
+        """Submit the first window of students (after the version check: see notes())."""
         from distributed import as_completed
         threads = self._admit_workers()
-        self.run_id = uuid.uuid4().hex[:12]  # a key of this run never meets another run's
         # Each release is a task, not scattered data: a copy lost with its worker is computed again.
         self.release_tasks = {name: self.client.submit(_same, release, key=f"mha-release/{name}/{self.run_id}",
                                                        pure=False, resources={self.resource: 1})
                               for name, release in self.releases.items()}
-        self.waiting, self.running = iter(plan), as_completed()
+        self.waiting, self.running = iter(_per_student(plan)), as_completed()
         for _ in range(WINDOW_PER_THREAD * max(1, threads, self.workers)):
             self._submit_next()
 
     def _submit_next(self) -> None:
-        """The next job, its notebook read just now: only a window of them is decoded at once."""
-        job = next(self.waiting, None)
-        if job is None:
+        """The next student's jobs, their notebooks read just now: only a window of them is decoded at once."""
+        jobs = next(self.waiting, None)
+        if jobs is None:
             return
-        key = f"mha-grade/{job['student']}/{job['notebook']}/{job['key'][:16]}/{self.run_id}"  # ids hold no "/"
-        assert key not in self.jobs, f"{key} planned twice"
-        self.jobs[key] = job
-        future = self.client.submit(grade_on_worker, self.release_tasks[job["notebook"]], execute.loaded(job),
-                                    self.limits, self.unsafe, execute.fingerprint(), key=key, pure=False,
-                                    retries=execute.RETRIES, resources={self.resource: 1})
+        for job in jobs:
+            assert (job["student"], job["notebook"]) not in self.planned, \
+                f"{job['student']}/{job['notebook']} planned twice"
+            self.planned.add((job["student"], job["notebook"]))
+        key = f"mha-grade/{jobs[0]['student']}/{self.run_id}"  # ids hold no "/"; a student is one task a run
+        self.jobs[key] = jobs
+        releases = {job["notebook"]: self.release_tasks[job["notebook"]] for job in jobs}
+        future = self.client.submit(grade_student_on_worker, releases, [execute.loaded(job) for job in jobs],
+                                    self.limits, self.unsafe, execute.fingerprint(), self.run_id, key=key,
+                                    pure=False, retries=execute.RETRIES, resources={self.resource: 1})
         self.pending.add(future)
         self.running.add(future)
 
     def results(self):
-        """(job, result) as jobs finish; each one done lets the next in."""
+        """(job, result) as tasks finish, a student's one after the other; each task done lets the next student in."""
         for future in self.running:
             self._submit_next()
-            yield self.jobs[future.key], _outcome(future)
+            jobs, outcome = self.jobs.pop(future.key), _outcome(future)
+            outcomes = outcome if isinstance(outcome, list) else [dict(outcome) for _ in jobs]  # the task failed
+            for n, (job, result) in enumerate(zip(jobs, outcomes, strict=True)):
+                self.more = n + 1 < len(jobs)
+                yield job, result
             self.pending.discard(future)
             future.release()
 
     def idle(self) -> bool:
         """No result is waiting to be given back (the coordinator may do its batched work now)."""
-        return not self.running.has_ready()
+        return not self.more and not self.running.has_ready()
 
     def notes(self) -> list[str]:
         """The workers that took no job because their grader is another version (also those that joined
@@ -97,13 +116,19 @@ class Dask:
         return sorted(set(self.refused) | set(self._refusals()))
 
     def stop(self) -> int:
-        """Submit nothing more, cancel what has not started; end the sandboxes the workers run for us."""
-        self.waiting = iter(())
+        """Submit nothing more, cancel what has not started; on the workers, stop this run's tasks (they grade
+        no further notebook) and end the sandboxes they run. Returns how many sandboxes were ended."""
+        self.waiting, self.stopped = iter(()), True
         self.client.cancel(list(self.pending), reason="grading stopped")
-        ended = self.client.run(sandbox.end_all, False, on_error="return")
+        ended = self.client.run(stop_run, self.run_id, on_error="return")
         return sum(n for n in ended.values() if isinstance(n, int))
 
     def close(self) -> None:
+        if not self.stopped:  # (a stopped run's stop stays set on the workers, a few bytes: a task may still be ending)
+            try:
+                self.client.run(forget_run, self.run_id, on_error="return")
+            except Exception:  # noqa: BLE001 - the scheduler is gone: so are the run's tasks
+                pass
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
@@ -184,8 +209,9 @@ def _connect(scheduler: str, workers: int):
 
 def dask_setup(server) -> None:
     """Called by Dask as a scheduler or worker starts with ``--preload mha_grader.cluster``: the grader is
-    imported before the first job (the scheduler unpickles each task); a worker checks its sandbox and
-    starts its fork servers (torch's takes seconds) before it takes jobs."""
+    imported before the first job (the scheduler unpickles each task); a worker checks its sandbox,
+    starts its fork servers (torch's takes seconds) and imports what feedback pages need (seconds too)
+    before it takes jobs."""
     from distributed import Worker
     if not isinstance(server, Worker):
         return
@@ -198,6 +224,7 @@ def dask_setup(server) -> None:
                                             "refuse every job: %s", "; ".join(problems))
     else:
         sandbox.start_servers()
+    import nbconvert.filters  # noqa: F401 - feedback pages need it: seconds to import, paid here, not in the first job
 
 
 def dask_teardown(server) -> None:
@@ -206,11 +233,44 @@ def dask_teardown(server) -> None:
     sandbox.stop_servers()
 
 
-def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool, version: str) -> dict:
-    """execute.grade_job on a worker, after checking that it runs grader ``version`` (the resource it
-    was given for it says so already) and, once per worker process, that its sandbox isolates.
+def _per_student(plan: list[dict]) -> list[list[dict]]:
+    """The plan's jobs grouped by student, in the plan's order."""
+    groups: dict[str, list[dict]] = {}
+    for job in plan:
+        groups.setdefault(job["student"], []).append(job)
+    return list(groups.values())
 
-    A worker whose sandbox does not isolate raises InfraError for every job (Dask retries it,
+
+_STOPS: dict[str, threading.Event] = {}  # on a worker: run id -> set when that run stops
+_STOPS_LOCK = threading.Lock()
+
+
+def _stop_of(run_id: str) -> threading.Event:
+    with _STOPS_LOCK:
+        return _STOPS.setdefault(run_id, threading.Event())
+
+
+def stop_run(run_id: str) -> int:
+    """On a worker (client.run): the run's tasks grade no further notebook and start no sandbox; the
+    sandboxes they run now are ended (those of other runs go on). Returns how many were ended."""
+    stop = _stop_of(run_id)
+    stop.set()
+    return sandbox.end_all(False, of=stop)
+
+
+def forget_run(run_id: str) -> None:
+    """On a worker (client.run) as a run that was not stopped ends: its stop is no longer needed."""
+    with _STOPS_LOCK:
+        _STOPS.pop(run_id, None)
+
+
+def grade_student_on_worker(releases: dict, jobs: list[dict], limits: sandbox.Limits, unsafe: bool,
+                            version: str, run_id: str) -> list[dict]:
+    """execute.attempt for each of one student's jobs on a worker (a result for each, in order), after
+    checking that it runs grader ``version`` (the resource it was given for it says so already) and, once
+    per worker process, that its sandbox isolates; it stops when run ``run_id`` does (stop_run).
+
+    A worker whose sandbox does not isolate raises InfraError for the whole task (Dask retries it,
     perhaps elsewhere; in the end it is reported as not graded): it never grades unsandboxed.
     """
     if execute.fingerprint() != version:
@@ -220,7 +280,9 @@ def grade_on_worker(release, job: dict, limits: sandbox.Limits, unsafe: bool, ve
         if problems:
             raise execute.InfraError("the sandbox does not isolate student code on this worker: "
                                      + "; ".join(problems))
-    return execute.grade_job(release, job, limits, unsafe)
+    stop = _stop_of(run_id)
+    with sandbox.stopping_with(stop):
+        return [execute.attempt(releases[job["notebook"]], job, limits, unsafe, stop) for job in jobs]
 
 
 @functools.cache

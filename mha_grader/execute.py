@@ -155,16 +155,19 @@ class Threads:
 
 
 def attempt(release, job: dict, limits: sandbox.Limits, unsafe: bool, stopping: threading.Event) -> dict:
-    """grade_job, a sandbox failure tried again RETRIES times: the result, or {"failed": sentence}."""
+    """grade_job, a sandbox failure tried again RETRIES times: the result, or {"failed": sentence}. Once
+    ``stopping`` is set, a notebook is not graded (nor is one whose sandbox the stop ended: never a grade)."""
     error = ""
     for tries in range(RETRIES + 1):
         if stopping.is_set():
             return {"failed": "grading stopped before this notebook was graded"}
         try:
-            return grade_job(release, job, limits, unsafe)
+            result = grade_job(release, job, limits, unsafe)
         except sandbox.Ended:
             return {"failed": "grading stopped while this notebook was being graded"}
         except InfraError as err:
             error = str(err)
             stopping.wait(0.5 * (tries + 1))
+        else:
+            return {"failed": "grading stopped while this notebook was being graded"} if stopping.is_set() else result
     return {"failed": f"{error}; tried {RETRIES + 1} times"}

@@ -19,6 +19,7 @@ or a delegated cgroup v2 subtree. :func:`probe` checks every claim on the machin
 any grading, one check per claim.
 """
 import atexit
+import contextlib
 import ctypes
 import dataclasses
 import fcntl
@@ -102,18 +103,20 @@ class Ended(RuntimeError):
     """The job was not started, or was killed, because grading is stopping (end_all)."""
 
 
-_RUNNING: dict[int, object] = {}  # the jobs running in this process: id -> how to end it (a callable)
+_RUNNING: dict[int, tuple] = {}  # the jobs running in this process: id -> (how to end it, its run's stop or None)
 _RUNNING_LOCK = threading.Lock()
 _REFUSING = False
+_THREAD = threading.local()  # .stopping: the stop of the run this thread grades for (see stopping_with)
 
 
-def end_all(refuse_new: bool = True) -> int:
-    """End every job this process is running now (its namespace goes with it); with ``refuse_new``,
-    every later run() raises Ended. Returns how many jobs were ended."""
+def end_all(refuse_new: bool = True, of: threading.Event | None = None) -> int:
+    """End every job this process is running now (its namespace goes with it), or only those of the run
+    whose stop is ``of`` (see stopping_with); with ``refuse_new``, every later run() raises Ended.
+    Returns how many jobs were ended."""
     global _REFUSING
     with _RUNNING_LOCK:
         _REFUSING = _REFUSING or refuse_new
-        enders = list(_RUNNING.values())
+        enders = [end for end, stop in _RUNNING.values() if of is None or stop is of]
     for end in enders:
         end()
     return len(enders)
@@ -126,17 +129,30 @@ def accept_new() -> None:
         _REFUSING = False
 
 
+@contextlib.contextmanager
+def stopping_with(stop: threading.Event):
+    """While the block lasts, this thread's jobs belong to the run that stops when ``stop`` is set: from
+    then on run() raises Ended here (a process that outlives runs, a Dask worker, refuses nothing else),
+    and end_all(of=stop) ends the jobs started before. Set ``stop``, then call end_all: no job slips between."""
+    _THREAD.stopping = stop
+    try:
+        yield
+    finally:
+        del _THREAD.stopping
+
+
 class _Running:
-    """Registers a job as running (refused once end_all was called) while the block lasts."""
+    """Registers a job as running (refused once end_all was called, or its run stopped) while the block lasts."""
 
     def __init__(self, end):
         self.end = end
 
     def __enter__(self):
+        stop = getattr(_THREAD, "stopping", None)
         with _RUNNING_LOCK:
-            if _REFUSING:
+            if _REFUSING or (stop is not None and stop.is_set()):
                 raise Ended("grading is stopping: no new sandbox is started")
-            _RUNNING[id(self)] = self.end
+            _RUNNING[id(self)] = (self.end, stop)
 
     def __exit__(self, *exc):
         with _RUNNING_LOCK:

@@ -1,6 +1,7 @@
 """mha_grader's two backends without a sandbox. cluster.Dask on a Dask cluster inside this process
-(threads, so the grading function can be replaced): a sandbox failure is retried, a job that keeps
-failing is reported, every other job gives exactly one result, and a job planned twice is refused.
+(threads, so the grading function can be replaced; one task per student): a sandbox failure is retried,
+a job that keeps failing is reported, every other job gives exactly one result, a job planned twice is
+refused, and a stop reaches a task that is running.
 execute.Threads: only a sandbox failure is tried again; a bug of the grader is reported once."""
 from collections import Counter
 from types import SimpleNamespace
@@ -58,10 +59,55 @@ def test_retried_reported_and_each_job_once(scheduler, monkeypatch):
     assert calls["alice", "01_a"] == calls["bob", "02_b"] == 1
 
 
+def test_a_students_results_come_together_and_the_recorder_waits_for_the_last(scheduler, monkeypatch):
+    """One task per student: their results arrive one after the other, and idle() (when the run commits
+    its batch) is false until the last of them is given back."""
+    monkeypatch.setattr(execute, "grade_job", lambda release, job, limits, unsafe: {"graded": job["notebook"]})
+    backend = cluster.Dask(scheduler, 2, {"01_a": "release a", "02_b": "release b"}, sandbox.Limits(), unsafe=True)
+    try:
+        backend.start(jobs("alice", "bob", "carol"))
+        given = [(job["student"], result, backend.idle()) for job, result in backend.results()]
+    finally:
+        backend.close()
+    students = [student for student, _, _ in given]
+    assert sorted(students) == ["alice", "alice", "bob", "bob", "carol", "carol"]
+    assert all(students[i] == students[i + 1] for i in (0, 2, 4)), students  # a student's two come together
+    assert [result for _, result, _ in given] == [{"graded": "01_a"}, {"graded": "02_b"}] * 3
+    assert not any(idle for _, _, idle in given[0::2]), "idle() while a student's results were still to come"
+
+
 def test_a_job_planned_twice_is_refused(scheduler, monkeypatch):
     plan = jobs("alice")
     with pytest.raises(AssertionError, match="planned twice"):
         grade(scheduler, plan + plan[:1], monkeypatch, lambda *a: {})
+
+
+def test_a_stop_reaches_a_running_student_task_and_no_other_run(monkeypatch):
+    """On the worker: stopped during a student's first notebook, the task grades no further notebook, the
+    one it was grading comes back not graded, and no sandbox starts for that run; another run goes on."""
+    graded = []
+
+    def fake(release, job, limits, unsafe):
+        graded.append(job["notebook"])
+        cluster.stop_run("stopped-run")  # the coordinator's stop arrives while this notebook is graded
+        return {"graded": job["notebook"]}
+
+    monkeypatch.setattr(execute, "grade_job", fake)
+    releases = {"01_a": "release a", "02_b": "release b"}
+    try:
+        results = cluster.grade_student_on_worker(releases, jobs("alice"), sandbox.Limits(), True,
+                                                  execute.fingerprint(), "stopped-run")
+        assert graded == ["01_a"]
+        assert results == [{"failed": "grading stopped while this notebook was being graded"},
+                           {"failed": "grading stopped before this notebook was graded"}]
+        with sandbox.stopping_with(cluster._stop_of("stopped-run")), pytest.raises(sandbox.Ended):
+            sandbox.run({"torch": False, "cells": [], "tests": []}, sandbox.Limits(), unsafe=True)
+        monkeypatch.setattr(execute, "grade_job", lambda release, job, limits, unsafe: {"graded": release})
+        assert cluster.grade_student_on_worker(releases, jobs("bob"), sandbox.Limits(), True, execute.fingerprint(),
+                                               "another-run") == [{"graded": "release a"}, {"graded": "release b"}]
+    finally:
+        cluster.forget_run("stopped-run")
+        cluster.forget_run("another-run")
 
 
 def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(monkeypatch):
