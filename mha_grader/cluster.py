@@ -45,6 +45,7 @@ from . import execute, sandbox
 PLUGIN = "mha-grader-version"
 LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
 
+POLL_S = 0.005  # how often results() looks for a finished task while none is waiting
 WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their decoded notebooks)
 
 
@@ -61,17 +62,13 @@ class Dask:
         self.pending: set = set()  # submitted, not yet given back
         self.waiting = iter(())
         self.refused: list[str] = []
-        self.more = False  # results of the current task still to give back
+        self.submitted = 0  # students submitted so far
         self.run_id, self.stopped = uuid.uuid4().hex[:12], False  # a key of this run never meets another run's
 
     def start(self, plan: list[dict]) -> None:
         """Submit the first window of students (after the version check: see notes())."""
         from distributed import as_completed
         threads = self._admit_workers()
-        # Each release is a task, not scattered data: a copy lost with its worker is computed again.
-        self.release_tasks = {name: self.client.submit(_same, release, key=f"mha-release/{name}/{self.run_id}",
-                                                       pure=False, resources={self.resource: 1})
-                              for name, release in self.releases.items()}
         self.waiting, self.running = iter(_per_student(plan)), as_completed()
         for _ in range(WINDOW_PER_THREAD * max(1, threads, self.workers)):
             self._submit_next()
@@ -87,28 +84,41 @@ class Dask:
             self.planned.add((job["student"], job["notebook"]))
         key = f"mha-grade/{jobs[0]['student']}/{self.run_id}"  # ids hold no "/"; a student is one task a run
         self.jobs[key] = jobs
-        releases = {job["notebook"]: self.release_tasks[job["notebook"]] for job in jobs}
+        self.submitted += 1
+        # The releases travel inside the task (40 kB in all), not as other tasks or scattered data: a task is
+        # ready on any worker as it arrives (no dependency to fetch first, which let later students overtake
+        # earlier ones), and one lost with its worker is run again from the scheduler's copy.
+        releases = {job["notebook"]: self.releases[job["notebook"]] for job in jobs}
         future = self.client.submit(grade_student_on_worker, releases, [execute.loaded(job) for job in jobs],
                                     self.limits, self.unsafe, execute.fingerprint(), self.run_id, key=key,
-                                    pure=False, retries=execute.RETRIES, resources={self.resource: 1})
+                                    pure=False, retries=execute.RETRIES, resources={self.resource: 1},
+                                    priority=-self.submitted)  # in the plan's order, wherever they are queued
         self.pending.add(future)
         self.running.add(future)
 
-    def results(self):
-        """(job, result) as tasks finish, a student's one after the other; each task done lets the next student in."""
-        for future in self.running:
+    def results(self, quiet_s: float):
+        """(job, result) as tasks finish, a student's one after the other; each task done lets the next student
+        in. None each time ``quiet_s`` seconds pass without a result."""
+        while self.running.count():
+            if not self._ready_within(quiet_s):
+                yield None
+                continue
+            future = next(self.running)
             self._submit_next()
             jobs, outcome = self.jobs.pop(future.key), _outcome(future)
             outcomes = outcome if isinstance(outcome, list) else [dict(outcome) for _ in jobs]  # the task failed
-            for n, (job, result) in enumerate(zip(jobs, outcomes, strict=True)):
-                self.more = n + 1 < len(jobs)
-                yield job, result
+            yield from zip(jobs, outcomes, strict=True)
             self.pending.discard(future)
             future.release()
 
-    def idle(self) -> bool:
-        """No result is waiting to be given back (the coordinator may do its batched work now)."""
-        return not self.more and not self.running.has_ready()
+    def _ready_within(self, seconds: float) -> bool:
+        """Whether a finished task is waiting, or one finishes within ``seconds`` (looked at every POLL_S)."""
+        deadline = time.monotonic() + seconds
+        while not self.running.has_ready():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
 
     def notes(self) -> list[str]:
         """The workers that took no job because their grader is another version (also those that joined
@@ -176,10 +186,6 @@ class VersionGate(WorkerPlugin):
         else:
             logging.getLogger(__name__).warning("this worker takes no job of this run: its grader differs from "
                                                 "the coordinator's: %s", execute.differences(self.manifest, mine))
-
-
-def _same(release):
-    return release
 
 
 def _outcome(future) -> dict:

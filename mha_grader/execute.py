@@ -13,6 +13,7 @@ import hashlib
 import importlib.metadata
 import json
 import platform
+import queue
 import threading
 from pathlib import Path
 
@@ -120,23 +121,21 @@ class Threads:
         sandbox.accept_new()
 
     def start(self, plan: list[dict]) -> None:
-        self.finished, self.given = 0, 0
+        self.finished = queue.SimpleQueue()  # futures, as they finish
         self.futures = {self.pool.submit(self._attempt, job): job for job in plan}
         for future in self.futures:
-            future.add_done_callback(self._one_finished)
+            future.add_done_callback(self.finished.put)
 
-    def _one_finished(self, future) -> None:
-        self.finished += 1  # (under the GIL: one increment at a time)
-
-    def results(self):
-        """(job, result) as jobs finish."""
-        for future in cf.as_completed(self.futures):
-            self.given += 1
+    def results(self, quiet_s: float):
+        """(job, result) as jobs finish; None each time ``quiet_s`` seconds pass without one."""
+        for _ in self.futures:
+            while True:
+                try:
+                    future = self.finished.get(timeout=quiet_s)
+                    break
+                except queue.Empty:
+                    yield None
             yield self.futures[future], future.result()
-
-    def idle(self) -> bool:
-        """No result is waiting to be given back (the coordinator may do its batched work now)."""
-        return self.finished <= self.given
 
     def notes(self) -> list[str]:
         return []  # (one process: one grader version)

@@ -23,13 +23,14 @@ from pathlib import Path
 from mha_checks.hidden import hidden_cases
 from sqlalchemy.exc import DBAPIError
 
-from . import course as course_mod, execute, notebooks, report, sandbox
+from . import course as course_mod, execute, notebooks, recording, report, sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter
 from .lock import CourseLock, Held
 from .recording import Recorder
 
 EXIT_FAILED, EXIT_MISSING, EXIT_NO_ISOLATION, EXIT_LOCKED, EXIT_NOT_RECORDED, EXIT_WORKERS = 1, 2, 3, 4, 5, 6
+END = object()  # the backend has given back every result
 
 
 class Stopped(BaseException):
@@ -151,17 +152,19 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
             backend = _backend(args, course, limits)
             gc.freeze()  # start-up's objects (torch's, the plan's) live to the end: no collection walks them again
             backend.start(plan)
-        arrivals = backend.results()
+        arrivals = backend.results(recording.QUIET_S)
         while True:
             with stop.waiting():
-                arrival = next(arrivals, None)
-            if arrival is None:
+                arrival = next(arrivals, END)
+            if arrival is END:
                 break
+            if arrival is None:  # no result for a while: commit and stamp what is queued
+                _flush_or_stop(course, recorder)
+                stop.check()
+                continue
             job, result = arrival
             if "failed" not in result:
                 result = _record_or_stop(course, recorder, job, result)
-                if backend.idle():  # nothing else to record now: commit and stamp what is queued
-                    _flush_or_stop(course, recorder)
             if "failed" in result:
                 job["error"] = result["failed"]
                 failed.append(job)
