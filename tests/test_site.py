@@ -212,8 +212,8 @@ class _Watch:
         self.page.set_default_timeout(15_000)
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
-        self.page.on("requestfailed", lambda r: self.problems.append(
-            f"request failed: {r.url} ({r.failure})"))
+        self.leaving = False  # (while open() navigates away, the old page's requests are cut short)
+        self.page.on("requestfailed", self._failed)
         self.page.on("response", lambda r: r.status >= 400 and self.problems.append(
             f"HTTP {r.status}: {r.url}"))
 
@@ -225,6 +225,11 @@ class _Watch:
             self.problems.append(f"request to another host: {url}")
             route.abort()
 
+    def _failed(self, request):
+        if self.leaving and request.failure == "net::ERR_ABORTED":
+            return  # e.g. the browser's own favicon fetch, aborted by the test's next navigation
+        self.problems.append(f"request failed: {request.url} ({request.failure})")
+
     def _console(self, msg):
         if msg.type == "error":
             self.problems.append(f"console error: {msg.text}")
@@ -232,7 +237,11 @@ class _Watch:
     def open(self, path):
         from playwright.sync_api import Error
 
-        self.page.goto(self.base + path, wait_until="load")
+        self.leaving = True
+        try:
+            self.page.goto(self.base + path, wait_until="load")
+        finally:
+            self.leaving = False
         for attempt in range(3):  # index.html redirects (meta refresh) to the intro page
             try:
                 self.page.wait_for_load_state("load")
