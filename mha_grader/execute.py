@@ -129,13 +129,16 @@ class Threads:
     def results(self, quiet_s: float):
         """(job, result) as jobs finish; None each time ``quiet_s`` seconds pass without one."""
         for _ in self.futures:
-            while True:
-                try:
-                    future = self.finished.get(timeout=quiet_s)
-                    break
-                except queue.Empty:
-                    yield None
+            while (future := self._next_finished(quiet_s)) is None:
+                yield None
             yield self.futures[future], future.result()
+
+    def _next_finished(self, seconds: float):
+        """The next finished future, or None if none finishes within ``seconds``."""
+        try:
+            return self.finished.get(timeout=seconds)
+        except queue.Empty:
+            return None
 
     def notes(self) -> list[str]:
         return []  # (one process: one grader version)

@@ -74,6 +74,7 @@ LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 MADV_COLLAPSE, HUGE = 25, 2 << 20
 TITLE = b"mha-sandbox"  # what /proc/<pid>/cmdline says of the job's pid 1 (not this script's path)
 RULES = None  # the seccomp filter (kernel.build_filter), built once when the server starts
+PROGRAMS: dict[str, tuple[bytes, object]] = {}  # compiled_programs(), once when the server starts
 
 
 def _check(result: int, what: str) -> None:
@@ -169,7 +170,7 @@ def init(request: dict, report: int, group) -> int:
 
 def program(request: dict, report: int) -> int:
     if request["hardening"]["cgroup"]:
-        _oom_score_adj(500)  # at the memory cap the kernel kills this or a child, not pid 1 (raising: no privilege)
+        _oom_score_adj(500)  # at the memory cap the kernel kills in the job, not the manager (raising: no privilege)
     give_up_privileges(request["root"], request["uid"], request["limits"])
     if request["hardening"]["keyring"]:
         kernel.private_keyring(clear_user_keyrings=request["uid"] is not None)
@@ -179,13 +180,14 @@ def program(request: dict, report: int) -> int:
     sys.argv, sys.path[0] = [path, str(report)], os.path.dirname(path)
     with open(path, "rb") as fh:
         source = fh.read()
-    if PROGRAMS.get(path, (None,))[0] != source:
+    compiled = PROGRAMS.get(path)
+    if compiled is None or compiled[0] != source:
         runpy.run_path(path, run_name="__main__")
         return 0
     main = types.ModuleType("__main__")  # as runpy.run_path does, without compiling the program again
     main.__file__ = path
     sys.modules["__main__"] = main
-    exec(PROGRAMS[path][1], main.__dict__)
+    exec(compiled[1], main.__dict__)
     return 0
 
 
@@ -376,13 +378,13 @@ def serve(control: socket.socket) -> None:
         pass
 
 
-def huge_pages() -> int:
+def huge_pages() -> None:
     """Back this server's writable anonymous memory (its heap: torch's and Python's objects) with 2 MB
     pages where the kernel can (MADV_COLLAPSE, Linux 6.1+), so that each of a job's forks copies one
     page-table entry per 2 MB instead of 512 and its exit unmaps as few (measured on Linux 6.18: a fork
     and exit of the torch server, 9.7 ms of CPU before, 4.0 after; an exercise-5 job, 120 ms before, 80
-    after). Pages a job writes are still copied 4 kB at a time. A kernel without it leaves the pages as they are. Returns the 2 MB pages made."""
-    made = 0
+    after). Pages a job writes are still copied 4 kB at a time. A kernel without it leaves the pages
+    as they are."""
     with open("/proc/self/maps") as maps:
         for line in maps:
             fields = line.split()
@@ -390,9 +392,8 @@ def huge_pages() -> int:
                 continue  # (mapped files and stacks stay as they are)
             low, high = (int(x, 16) for x in fields[0].split("-"))
             start, end = -(-low // HUGE) * HUGE, high // HUGE * HUGE  # the whole 2 MB pages inside
-            if end > start and LIBC.madvise(start, end - start, MADV_COLLAPSE) == 0:
-                made += (end - start) // HUGE
-    return made
+            if end > start:
+                LIBC.madvise(start, end - start, MADV_COLLAPSE)
 
 
 def _reap(options: int) -> bool:

@@ -6,9 +6,9 @@ the worker). Recording one notebook here writes its stored result and its two fe
 has come for QUIET_S seconds (the run calls :meth:`Recorder.flush` then), the queued grades are
 committed in one transaction and only then are those notebooks stamped as graded (one stamp file
 write per student per batch). A commit per result instead cost 2-3 ms of this process's CPU more per
-notebook. :meth:`Recorder.flush` commits and stamps what is
-queued; a run calls it at its end and when it stops early, so a stop loses at most the batch
-that was not committed, which the next run grades again.
+notebook. :meth:`Recorder.flush` commits and stamps what is queued; a run calls it at its end and
+when it stops early, so a stop loses at most the batch that was not committed, which the next run
+grades again.
 """
 import time
 from collections import defaultdict
