@@ -60,10 +60,10 @@ def test_work(release, nb: dict, cases: dict) -> float:
     """The student's cells, then every hidden case called and judged, in this (warm) process."""
     prog = notebooks.program(release, nb)
     start = time.perf_counter()
+    namespace: dict = {"__name__": "__main__"}
+    for cell in prog.cells:
+        exec(compile(cell["source"], "<cell>", "exec"), namespace)
     for grade_cases in cases.values():
-        namespace: dict = {"__name__": "__main__"}
-        for cell in prog.cells:
-            exec(compile(cell["source"], "<cell>", "exec"), namespace)
         for case in grade_cases:
             outcome = calling.call(namespace[case.function], list(case.names), case.specs())
             assert judge.judge(case, outcome).passed

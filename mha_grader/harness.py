@@ -16,23 +16,25 @@ cells and, per test, which function each case calls (names, never inputs). The r
 later one cannot run; "budget": not run, the notebook's time is spent; "large": the call's
 result was larger than a record may be.)
 
-Two processes per test, and only one of them ever runs student code:
+Two processes, and only one of them ever runs student code:
 
   harness (this process)  holds the report channel; never runs student code, and is not dumpable,
                           so no process of the sandbox user can read or write its memory
                           (/proc/PID/mem, process_vm_writev); asks for each case's inputs just
                           before the call, keeps a private copy, and lays the arrays out in
                           memory it shares with the child
-  child (forked per test) closes the channel first (a socket: it cannot be opened again through
-                          /proc), runs the cells, then calls each case on views of the shared
-                          memory and sends the outcome back on a pipe of its own
+  child (forked)          closes the channel first (a socket: it cannot be opened again through
+                          /proc), runs the cells once, then calls the cases of one test after
+                          another, as the notebook's kernel runs its tests, on views of the shared
+                          memory, and sends each outcome back on a pipe of its own
 
 The child's frames are data: a value the function returned, or the error it raised. Whether the
 call changed its arguments in place is observed here, by comparing the shared memory with the
 private copy after the child answers: the child cannot hide a change it made (its own claim of a
-change is kept too, since it can only cost it points). A crash, a hang or a memory blow-up ends
-the child only; after each test every other process of the sandbox user is killed. Nothing here
-decides a grade: the judge, outside, validates every record and compares with the reference.
+change is kept too, since it can only cost it points). A crash, a hang, a memory blow-up or an exit
+ends the child and costs the test it happened in: every other process of the sandbox user is then
+killed, and the next test gets a new child, which runs the cells again. Nothing here decides a
+grade: the judge, outside, validates every record and compares with the reference.
 """
 import ctypes
 import json
@@ -55,6 +57,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) 
 MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader reads 8 MB per line)
 ALIGN = 64
 FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's schema allows far less)
+KILL_ROUNDS = 8               # finding and killing what a test left running, at most this many times
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -125,14 +128,15 @@ class Shared:
 
 # --- the child's side: student code, and nothing that reaches the grader but its pipe ---------
 
-def child(test: dict, shared: Shared, requests: int, answers: int) -> None:
-    """In the forked child: drop the channel, limits, quiet output, the cells, then each case."""
+def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
+    """In the forked child: drop the channel, limits, quiet output, the cells, then each case it is
+    sent (of the ``tests`` tests it may run)."""
     os.close(OUT)
     LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries as usual (the harness stays closed)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    cpu = int(JOB["limits"]["test_cpu_s"])
+    cpu = int(JOB["limits"]["test_cpu_s"]) * tests  # (each test's time and the job's one core bound it first)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     memory = shared.memory
 
@@ -173,27 +177,40 @@ def send(fd: int, frame: dict) -> None:
         data = data[os.write(fd, data):]
 
 
-# --- one test, driven from the harness --------------------------------------------------------
+# --- the tests, driven from the harness ------------------------------------------------------
 
-class Test:
-    """The child of one test, its pipes and its deadline."""
+class Child:
+    """The process that runs the cells, then the cases of one test after another: its pipes, and the
+    deadline of the test it is running."""
 
-    def __init__(self, test: dict, shared: Shared, seconds: float):
+    def __init__(self, shared: Shared, tests: int, seconds: float):
         to_child, self.requests = os.pipe()
         self.answers, from_child = os.pipe()
-        self.deadline = time.monotonic() + seconds
+        self.deadline = time.monotonic() + seconds  # (the caller sets it again for each test)
+        self.failures: list = []  # the cells that raised, reported with each test it runs
         self.pid = os.fork()
         if self.pid == 0:
             try:
                 os.close(self.requests)
                 os.close(self.answers)
-                child(test, shared, to_child, from_child)
+                child(shared, to_child, from_child, tests)
             finally:
                 os._exit(0)
         os.close(to_child)
         os.close(from_child)
         self.pidfd = os.pidfd_open(self.pid)
         self.buffer = b""
+
+    def cells(self, seconds: float) -> tuple[str, object]:
+        """Wait for the cells to have run: ("done", None), else (status, detail) as a test's."""
+        kind, frame = self.frame()
+        if kind == "timeout":
+            return "cells", round(seconds, 1)
+        if kind != "frame":
+            return kind, frame
+        failures = frame.get("cells") if isinstance(frame, dict) else None
+        self.failures = failures if isinstance(failures, list) else []
+        return "done", None
 
     def frame(self) -> tuple[str, object]:
         """("frame", the child's next frame as parsed JSON) or (status, detail) when it has none."""
@@ -225,6 +242,12 @@ class Test:
         return ("done", 0) if code == 0 else ("exit", code)
 
     def request(self, case: dict) -> bool:
+        """Send the next case, once whatever the child's processes wrote before it is thrown away: only
+        what comes after the request can answer it."""
+        self.buffer = b""
+        for _ in range(MAX_FRAME >> 16):
+            if not select.select([self.answers], [], [], 0)[0] or not os.read(self.answers, 1 << 16):
+                break
         try:
             send(self.requests, case)
             return True
@@ -240,30 +263,24 @@ class Test:
         os.close(self.pidfd)
 
 
-def run_test(index: int, test: dict, shared: Shared, channel: Channel, seconds: float) -> tuple[str, object]:
-    """The cells, then each case: ask, lay out, call in the child, observe. (status, detail)."""
-    job = Test(test, shared, seconds)
-    try:
-        kind, cells = job.frame()
+def run_test(index: int, test: dict, shared: Shared, channel: Channel, job: Child, seconds: float) \
+        -> tuple[str, object]:
+    """Each case of the test: ask, lay out, call in the child, observe. (status, detail); "done": the
+    child may run the next test."""
+    if job.failures:
+        emit({"test": test["id"], "cells": job.failures})
+    for i, case in enumerate(test["cases"]):
+        specs = channel.ask(index, i)
+        if specs is None:
+            return "exit", "no inputs"
+        laid = shared.lay_out(case["names"], specs)
+        if not job.request({"function": case["function"], "names": case["names"], "specs": laid}):
+            return job.ended()
+        kind, outcome = job.frame()
         if kind != "frame":
-            return ("cells", round(seconds, 1)) if kind == "timeout" else (kind, cells)
-        failures = cells.get("cells") if isinstance(cells, dict) else None
-        if failures:
-            emit({"test": test["id"], "cells": failures if isinstance(failures, list) else []})
-        for i, case in enumerate(test["cases"]):
-            specs = channel.ask(index, i)
-            if specs is None:
-                return "exit", "no inputs"
-            laid = shared.lay_out(case["names"], specs)
-            if not job.request({"function": case["function"], "names": case["names"], "specs": laid}):
-                return job.ended()
-            kind, outcome = job.frame()
-            if kind != "frame":
-                return (kind, round(seconds, 1)) if kind == "timeout" else (kind, outcome)
-            emit({"test": test["id"], "case": i, "outcome": observed(outcome, shared.changed(), case["names"])})
-        return "done", 0
-    finally:
-        job.close()
+            return (kind, round(seconds, 1)) if kind == "timeout" else (kind, outcome)
+        emit({"test": test["id"], "case": i, "outcome": observed(outcome, shared.changed(), case["names"])})
+    return "done", 0
 
 
 def parse_frame(line: bytes):
@@ -290,23 +307,56 @@ def observed(outcome, changed: set[str], names: list[str]) -> dict:
             "mutated": [n for n in names if n in changed | claimed]}
 
 
-def kill_the_rest() -> None:
-    """Kill every other process of this user (what a test left running); this one survives.
+def kill_the_rest(keep: int | None = None) -> None:
+    """Kill every other process of this user (what a test left running) but ``keep`` (the child, which
+    runs the next test); this one survives.
 
     Only in the sandbox's own PID namespace: anywhere else, kill(-1) would reach every process of
     the user running it (the unsafe mode runs without a namespace)."""
     if not JOB.get("own_namespace"):
         return
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    while True:  # reap them
+    if keep is None:
         try:
-            if os.waitpid(-1, os.WNOHANG) == (0, 0):
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        while True:  # reap them
+            try:
+                if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                    break
+            except ChildProcessError:
                 break
-        except ChildProcessError:
+        return
+    me = os.getpid()
+    for _ in range(KILL_ROUNDS):  # (a process may fork while it is being found)
+        found = {pid: found for pid, found in processes().items() if pid not in (keep, me)}
+        living = [pid for pid, (state, _) in found.items() if state not in (b"Z", b"X")]
+        for pid in living:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in (pid for pid, (_, parent) in found.items() if parent == me):
+            try:
+                os.waitpid(pid, 0)  # (killed: it ends at once) the others are their parents' to reap
+            except ChildProcessError:
+                pass
+        if not living:
             break
+
+
+def processes() -> dict[int, tuple[bytes, int]]:
+    """{pid: (its state, its parent)} of every process of the namespace."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    state, parent = fh.read().rsplit(b")", 1)[1].split()[:2]
+            except (OSError, ValueError):
+                continue  # it has just ended
+            found[int(name)] = state, int(parent)
+    return found
 
 
 def main() -> None:
@@ -314,22 +364,36 @@ def main() -> None:
     LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of a test come back here to be reaped
     emit({"harness": "started"})
     if JOB.get("torch"):
-        import torch  # imported once here, inherited by every forked test
+        import torch  # imported once here, inherited by the child
         torch.set_num_threads(1)
     shared, channel = Shared(int(JOB["shared_bytes"])), Channel()
     deadline = time.monotonic() + JOB["limits"]["notebook_s"]
     stuck = None  # the cells themselves never finished: every later test would hang the same way
+    job = None    # the child, while it lives
     for index, test in enumerate(JOB["tests"]):
         left = deadline - time.monotonic()
         if stuck or left <= 0:
             emit({"test": test["id"], "status": "cells" if stuck else "budget",
                   "detail": stuck or JOB["limits"]["notebook_s"]})
             continue
-        status, detail = run_test(index, test, shared, channel, min(JOB["limits"]["test_s"], left))
-        kill_the_rest()
+        seconds = min(JOB["limits"]["test_s"], left)
+        if job is None:  # the first test, or the last one ended the child: a new one runs the cells
+            job = Child(shared, len(JOB["tests"]) - index, seconds)
+            status, detail = job.cells(seconds)
+        else:
+            job.deadline, status = time.monotonic() + seconds, "done"
+        if status == "done":
+            status, detail = run_test(index, test, shared, channel, job, seconds)
+        if status == "done" and job.pid is not None:
+            kill_the_rest(keep=job.pid)
+        else:  # (the child ended: the test's status says how, and the next test gets a new one)
+            job.close()
+            job = None
+            kill_the_rest()
         if status == "cells":
             stuck = detail
         emit({"test": test["id"], "status": status, "detail": detail})
+    # (a child still running ends with this process: the kernel ends the namespace with its pid 1)
 
 
 if __name__ == "__main__":

@@ -249,6 +249,33 @@ def test_sandbox_processes_are_gone_even_when_the_grader_is_killed(tmp_path):
     assert sandbox_processes() == []
 
 
+def test_the_tests_run_in_one_process_until_one_ends_it():
+    """The cells run once and the tests one after another in one process, as in a kernel; what a test
+    leaves running is killed before the next; a test that ends the process costs that test alone, and
+    the next one starts in a new process that runs the cells again."""
+    counting = job("""
+        import os, subprocess
+        with open("/tmp/runs", "a") as fh:
+            fh.write("x")
+        calls = []
+        def living():
+            pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+            return [p for p in pids if open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+        def probe():
+            calls.append(1)
+            if len(calls) == 2:
+                subprocess.Popen(["sleep", "1000"])
+            if len(calls) == 4:
+                os._exit(3)
+            return [open("/tmp/runs").read().count("x"), len(calls), len(living())]
+    """, tests=5)
+    report = sandbox.run(counting)
+    assert statuses(report) == {"t0": "done", "t1": "done", "t2": "done", "t3": "exit", "t4": "done"}
+    got = {test: calling.decode(outcome["result"]) for test, outcome in outcomes(report).items()}
+    assert got == {"t0": [1, 1, 0], "t1": [1, 2, 1], "t2": [1, 3, 0], "t4": [2, 1, 0]}
+    assert sandbox_processes() == []
+
+
 def test_cells_that_hang_cost_one_timeout_not_one_per_test():
     report = sandbox.run(job("while True:\n    pass\n", tests=4), sandbox.Limits(test_s=2, notebook_s=30))
     assert statuses(report) == {"t0": "cells", "t1": "cells", "t2": "cells", "t3": "cells"}
