@@ -5,7 +5,7 @@ Stages, in order: projection, split, scores, scale, mask, softmax, weights x V, 
 The weights returned by the student show everything up to the softmax; the output shows the rest.
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,6 +23,7 @@ class Inputs:
     weights: dict
     num_heads: int
     causal: bool
+    memo: dict = field(default_factory=dict, compare=False, repr=False)  # see _projected
 
     @property
     def sizes(self) -> dict:
@@ -124,6 +125,7 @@ STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias
             "merge_no_T": 7, "merge_order": 7, "heads_averaged": 7, "no_w_o": 8, "no_out_bias": 8,
             "out_not_T": 8, "weights_averaged": 5, "weights_are_scores": 5,
             "bias_interleaved": 0, "scores_transposed": 2, "scale_zero": 3, "values_by_scores": 6, "out_bias_each": 8}
+PROJECTION_SWITCHES = frozenset(key for key, stage in STAGE_OF.items() if stage <= 2)  # all that projections reads
 # pairs that cannot both be on (one replaces the other)
 EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul", "scale_zero"},
              {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_zero", "mask_after"},
@@ -221,8 +223,17 @@ def forward(inp: Inputs, m=frozenset()):
         return _forward(inp, m)
 
 
+def _projected(inp: Inputs, m):
+    """projections(inp, m), computed once per set of the switches it reads: a diagnosis tries hundreds of
+    combinations of mistakes on one case, most of them alike up to the scores."""
+    key = m & PROJECTION_SWITCHES
+    if key not in inp.memo:
+        inp.memo[key] = projections(inp, key)
+    return inp.memo[key]
+
+
 def _forward(inp: Inputs, m):
-    q, k, v, raw = projections(inp, m)
+    q, k, v, raw = _projected(inp, frozenset(m))
     scores = raw / divisor(inp, m)
     allowed = allowed_mask(inp, m)
     if allowed is not None and "mask_after" not in m:

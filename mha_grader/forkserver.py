@@ -67,7 +67,7 @@ CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x0200000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 15, 24, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -111,6 +111,7 @@ def read_only_overlay(source: str, empty: str, target: str) -> None:
 def manage(request: dict, conn: int, report: int, stderr: int) -> int:
     """The job's manager: namespaces, then init; the exit status goes back on ``conn``."""
     _keep_only(conn, report, stderr)
+    LIBC.prctl(PR_SET_NAME, b"mha-manager", 0, 0, 0)
     null = os.open(os.devnull, os.O_RDWR)
     for fd, target in ((null, 0), (null, 1), (stderr, 2)):
         os.dup2(fd, target)
@@ -159,6 +160,7 @@ def _contain(request: dict, conn: int, report: int, group) -> int:
 
 def init(request: dict, report: int, group) -> int:
     """pid 1 of the job's namespace: the cgroup, the file system, then the program as the sandbox user."""
+    LIBC.prctl(PR_SET_NAME, b"mha-init", 0, 0, 0)
     if group:
         group.join()
         _check(LIBC.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")  # its /proc/self/cgroup says "/"
@@ -417,4 +419,5 @@ if __name__ == "__main__":
         import torch
         torch.set_num_threads(1)
     huge_pages()
+    LIBC.prctl(PR_SET_NAME, b"mha-server", 0, 0, 0)  # (each process names its part, for ps, top and perf)
     serve(socket.socket(fileno=int(sys.argv[1])))

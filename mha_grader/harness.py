@@ -58,7 +58,7 @@ MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader
 ALIGN = 64
 FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's schema allows far less)
 KILL_ROUNDS = 8               # finding and killing what a test left running, at most this many times
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_CHILD_SUBREAPER = 4, 15, 36
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -132,6 +132,7 @@ def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
     """In the forked child: drop the channel, limits, quiet output, the cells, then each case it is
     sent (of the ``tests`` tests it may run)."""
     os.close(OUT)
+    LIBC.prctl(PR_SET_NAME, b"mha-student", 0, 0, 0)
     LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries as usual (the harness stays closed)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -360,6 +361,7 @@ def processes() -> dict[int, tuple[bytes, int]]:
 
 
 def main() -> None:
+    LIBC.prctl(PR_SET_NAME, b"mha-harness", 0, 0, 0)
     LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of this user may read or write this one's memory
     LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of a test come back here to be reaped
     emit({"harness": "started"})

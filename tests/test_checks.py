@@ -354,6 +354,19 @@ def named_causes(mistake: str) -> list[frozenset]:
     return [frozenset(keys) for keys in options if None not in keys]
 
 
+def test_the_projections_depend_only_on_the_projection_switches():
+    """forward() computes the projections once per set of PROJECTION_SWITCHES (a diagnosis tries hundreds of
+    mistakes on one case): every other switch leaves them as they are, and each of those changes them."""
+    for causal in (False, True):
+        case = next(c for c in hidden.hidden_cases("test_mha_cross", np.random.default_rng(5)) if c.args[4] == causal)
+        inp = attention_inputs(case)
+        plain = attention.projections(inp)
+        for switch in attention.SWITCHES:
+            got = attention.projections(inp, frozenset({switch.key}))
+            same = len(got) == len(plain) and all(g.shape == p.shape and np.array_equal(g, p) for g, p in zip(got, plain))
+            assert same == (switch.key not in attention.PROJECTION_SWITCHES), switch.key
+
+
 @pytest.mark.parametrize("switch", attention.SWITCHES, ids=lambda s: s.key)
 def test_a_catalogued_cause_is_named_only_where_it_reproduces_the_numbers(switch):
     assert not any(" or " in s.label or " + " in s.label for s in attention.SWITCHES)
