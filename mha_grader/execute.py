@@ -1,5 +1,5 @@
 """Where jobs run: the job function every worker calls, the grader's version fingerprint, and the
-local backend (a pool of threads, each driving one sandbox at a time).
+local backend (a pool of threads that run at most ``workers`` sandboxes at a time).
 
 This room executes and knows nothing of the course folder or the gradebook: run.py plans the jobs and
 records the results; cluster.py is the other backend (Dask). Both backends give the same thing back,
@@ -111,11 +111,13 @@ def differences(theirs: dict[str, str], ours: dict[str, str] | None = None) -> s
 # --- the local backend -------------------------------------------------------------------------
 
 class Threads:
-    """``workers`` jobs at a time in this process's threads, each in its own sandbox."""
+    """``workers`` jobs at a time in this process's threads, each in its own sandbox, driven by one thread
+    more than that: while the sandboxes run, that thread judges a result and renders its feedback."""
 
     def __init__(self, releases: dict, workers: int, limits: sandbox.Limits, unsafe: bool):
         self.releases, self.limits, self.unsafe = releases, limits, unsafe
-        self.pool = cf.ThreadPoolExecutor(max(1, workers), thread_name_prefix="mha-job")
+        self.pool = cf.ThreadPoolExecutor(max(1, workers) + 1, thread_name_prefix="mha-job")
+        self.turns = threading.BoundedSemaphore(max(1, workers))  # the sandboxes running at a time
         self.stopping = threading.Event()
         self.futures: dict = {}
         sandbox.accept_new()
@@ -153,7 +155,8 @@ class Threads:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def _attempt(self, job: dict) -> dict:
-        return attempt(self.releases[job["notebook"]], job, self.limits, self.unsafe, self.stopping)
+        with sandbox.taking_turns(self.turns):
+            return attempt(self.releases[job["notebook"]], job, self.limits, self.unsafe, self.stopping)
 
 
 def attempt(release, job: dict, limits: sandbox.Limits, unsafe: bool, stopping: threading.Event) -> dict:

@@ -106,7 +106,8 @@ class Ended(RuntimeError):
 _RUNNING: dict[int, tuple] = {}  # the jobs running in this process: id -> (how to end it, its run's stop or None)
 _RUNNING_LOCK = threading.Lock()
 _REFUSING = False
-_THREAD = threading.local()  # .stopping: the stop of the run this thread grades for (see stopping_with)
+_THREAD = threading.local()  # .stopping: the stop of the run this thread grades for (see stopping_with);
+                             # .turns: the semaphore its sandboxes take turns of (see taking_turns)
 
 
 def end_all(refuse_new: bool = True, of: threading.Event | None = None) -> int:
@@ -139,6 +140,17 @@ def stopping_with(stop: threading.Event):
         yield
     finally:
         del _THREAD.stopping
+
+
+@contextlib.contextmanager
+def taking_turns(turns: threading.Semaphore):
+    """While the block lasts, each sandbox this thread runs holds one of ``turns`` (a semaphore of n: at most n
+    sandboxes at a time among the threads that share it, however many they are)."""
+    _THREAD.turns = turns
+    try:
+        yield
+    finally:
+        del _THREAD.turns
 
 
 class _Running:
@@ -221,7 +233,7 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
         mount_point.mkdir()
         for path in (Path(tmp), job_dir, *job_dir.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)
-        with open(Path(tmp) / "stderr.txt", "w+b") as errors:
+        with open(Path(tmp) / "stderr.txt", "w+b") as errors, getattr(_THREAD, "turns", contextlib.nullcontext()):
             if unsafe:  # --unsafe-no-sandbox: the same program, no isolation at all (the job folder stands in for /job)
                 report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp, inputs)
             else:

@@ -276,6 +276,25 @@ def test_the_tests_run_in_one_process_until_one_ends_it():
     assert sandbox_processes() == []
 
 
+def test_threads_taking_turns_run_no_more_sandboxes_at_once_than_the_turns():
+    """Three threads share two turns (the threads backend has one thread more than sandboxes): each job
+    spans 0.4 s, and no instant sees three of them running."""
+    import threading
+    sleeper = job("import time\ndef probe():\n    start = time.time()\n    time.sleep(0.4)\n    return [start, time.time()]\n")
+    turns, spans = threading.BoundedSemaphore(2), []
+
+    def grade():
+        with sandbox.taking_turns(turns):
+            spans.append(result(sandbox.run(sleeper)))
+    threads = [threading.Thread(target=grade) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(spans) == 3
+    assert max(sum(start <= at < end for start, end in spans) for at, _ in spans) == 2
+
+
 def test_cells_that_hang_cost_one_timeout_not_one_per_test():
     report = sandbox.run(job("while True:\n    pass\n", tests=4), sandbox.Limits(test_s=2, notebook_s=30))
     assert statuses(report) == {"t0": "cells", "t1": "cells", "t2": "cells", "t3": "cells"}
