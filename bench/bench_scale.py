@@ -9,9 +9,9 @@ default workers, then `nbgrader export`). Printed:
 * the total wall time of `make grade`, and notebooks per second;
 * the coordinating process's cost per notebook (recording: gradebook, stored result, feedback files,
   stamps), wall and CPU, as the run itself measures it;
-* the per-notebook floor beside it: the time the jobs themselves took inside the workers (sandbox
-  and judge, summed over the notebooks) divided by the number of workers, per notebook: what a
-  notebook would cost if the coordinator cost nothing;
+* the per-notebook floor beside it: the time the sandboxes took (summed over the notebooks) divided
+  by the number of workers (no more sandboxes than workers run at once), per notebook: what a notebook
+  would cost if judging, feedback and recording cost nothing;
 * stock serial `nbgrader autograde` on a sample of the same class (bench/bench_class.py's stock course).
 
 The machine may be shared: the load average is printed beside each phase.
@@ -85,8 +85,8 @@ def make_grade(course: Path, secret: Path) -> tuple[float, str, str, list[tuple[
 
 
 def floor_per_notebook(course: Path, workers: int) -> tuple[float, int]:
-    """(seconds per notebook if the workers were never idle, notebooks that ran a sandbox)."""
-    seconds = [json.loads(p.read_text())["seconds"] for p in (course / "autograded").glob("*/*/*.result.json")]
+    """(seconds per notebook if the workers' sandboxes never paused, notebooks that ran a sandbox)."""
+    seconds = [json.loads(p.read_text())["sandbox_s"] for p in (course / "autograded").glob("*/*/*.result.json")]
     return sum(seconds) / workers / max(len(seconds), 1), sum(s > 0 for s in seconds)
 
 
@@ -149,7 +149,7 @@ def run(work: Path, students: int, stock_students: int) -> None:
           f"{'met' if wall < GOAL_S else 'NOT met'}); {(stock_wall / sample) / (wall / notebooks):.1f}x stock per notebook.")
     print(f"Coordinator per notebook: recording {cost.group(1)} ms wall, {cost.group(2)} ms CPU (goal <= 5 ms); "
           f"the coordinating process's CPU in all (its worker threads' judge and feedback rendering included): "
-          f"{cost.group(3)} ms.\nPer-notebook floor (job time inside the {workers} workers / {workers}): "
+          f"{cost.group(3)} ms.\nPer-notebook floor (the sandboxes' time / {workers} workers): "
           f"{floor * 1000:.0f} ms; measured wall per notebook in the grading phase: {phase / notebooks * 1000:.0f} ms.")
     print(f"({sandboxed} of {notebooks} notebooks ran a sandbox; the rest were decided before one: not handed in, "
           "unreadable, or refused by the static rule.)")

@@ -18,13 +18,14 @@ SIGNALS = {9: "it was killed (usually: it used more memory than the limit allows
 
 def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cases: dict,
                    limits: sandbox.Limits = sandbox.Limits(), unsafe: bool = False) -> dict:
-    """{"tests": [{"id", "points", "score", "message", "mistake"}], "notes", "status", "seconds"}.
+    """{"tests": [{"id", "points", "score", "message", "mistake"}], "notes", "status", "seconds", "sandbox_s"}.
 
     ``cases``: {grade id: the hidden cases of that cell} (drawn from the secret by the caller, so
     that a worker needs no secret); ``reason``: why ``nb`` is None (not handed in, not JSON, ...).
     status: "graded"; "missing" or "unreadable" (no notebook to run); "ungradable" (its records were
     outside the schema, or the grader failed on it: every test 0, one sentence why); "infra" (the
-    sandbox returned nothing: the caller retries).
+    sandbox returned nothing: the caller retries). "seconds": what grading it took here, a wait for a
+    sandbox's turn left out; "sandbox_s": what its sandbox took of that.
     """
     start = time.monotonic()
     if nb is None:
@@ -33,7 +34,7 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
                  for g in release.grade_cells]
         missing = reason == "was not handed in"
         return {"tests": tests, "notes": [] if missing else [f"{release.name}.ipynb {reason}"],
-                "status": "missing" if missing else "unreadable", "seconds": 0.0}
+                "status": "missing" if missing else "unreadable", "seconds": 0.0, "sandbox_s": 0.0}
     try:
         prog = notebooks.program(release, nb)
         refused = admission.refusals(prog.cells)  # the ready-made rule, decided here before anything runs
@@ -42,17 +43,20 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
         return _ungradable(release, err, start)
     report = sandbox.run(job, limits, unsafe) if job["tests"] \
         else sandbox.Report(returncode=0)
+    start += report.waited
+    timing = {"sandbox_s": round(report.seconds, 3)}
     if job["tests"] and (not report.records or report.returncode == sandbox.HARNESS_FAILED):
         # the sandbox or the harness itself failed (student code runs only in the harness's children,
         # which never return into it): retried, never the student's zero
         return {"tests": [_result(g, False, "Not graded yet: the sandbox failed.", None) for g in release.grade_cells],
                 "notes": [f"sandbox: {frames.text(report.stderr.strip(), 500)}"], "status": "infra",
-                "seconds": round(time.monotonic() - start, 3)}
+                "seconds": round(time.monotonic() - start, 3), **timing}
     try:
         tests = _judge_all(release, cases, refused, prog, report, job, limits)
     except Exception as err:  # noqa: BLE001 - whatever one notebook's results hold, the run goes on
-        return _ungradable(release, err, start)
-    return {"tests": tests, "notes": prog.notes, "status": "graded", "seconds": round(time.monotonic() - start, 3)}
+        return {**_ungradable(release, err, start), **timing}
+    return {"tests": tests, "notes": prog.notes, "status": "graded", "seconds": round(time.monotonic() - start, 3),
+            **timing}
 
 
 def _ungradable(release: notebooks.Release, err: Exception, start: float) -> dict:
@@ -62,7 +66,7 @@ def _ungradable(release: notebooks.Release, err: Exception, start: float) -> dic
         f"the grader failed on this notebook ({type(err).__name__}); your instructor will look at it"
     tests = [_result(g, False, f"Could not be graded: {reason}.", "could not be graded") for g in release.grade_cells]
     return {"tests": tests, "notes": [f"{release.name}.ipynb could not be graded: {reason}"],
-            "status": "ungradable", "seconds": round(time.monotonic() - start, 3)}
+            "status": "ungradable", "seconds": round(time.monotonic() - start, 3), "sandbox_s": 0.0}
 
 
 def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:

@@ -73,7 +73,8 @@ class Report:
     timed_out: bool = False
     garbage: int = 0                             # lines that were not JSON objects
     truncated: bool = False
-    seconds: float = 0.0
+    seconds: float = 0.0                         # from the job's start to its end (its report read)
+    waited: float = 0.0                          # before it started: waiting for a turn (see taking_turns)
     stderr: str = ""
     usage: dict = field(default_factory=dict)    # the job's cgroup: caps in force, peak memory, OOM kills, CPU s
 
@@ -233,7 +234,9 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
         mount_point.mkdir()
         for path in (Path(tmp), job_dir, *job_dir.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)
+        asked = time.monotonic()
         with open(Path(tmp) / "stderr.txt", "w+b") as errors, getattr(_THREAD, "turns", contextlib.nullcontext()):
+            waited = time.monotonic() - asked
             if unsafe:  # --unsafe-no-sandbox: the same program, no isolation at all (the job folder stands in for /job)
                 report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp, inputs)
             else:
@@ -244,6 +247,7 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
                                             limits, errors, inputs)
             errors.seek(0)
             report.stderr = errors.read(4096).decode(errors="replace")
+            report.waited = waited
         return report
 
 
