@@ -8,13 +8,14 @@ Each ``--compare COMMIT`` adds a mode: the grader as it was at COMMIT (its `mha_
 Dask task per notebook, against this tree's one task per student.
 
 Each run grades every notebook (`--force`). One row per run: the command's wall time, its grading
-phase, Dask's connection inside it (cluster start included), the load average, "judging busy" (the
-workers' time after the connection spent in judging.grade_notebook, its "seconds" summed over the
-results, over workers x (phase - connection)), and three figures per notebook: the command's wall
-time; the steady rate (between the 10th and the 90th percentile of the results' recording times, per
-result in between: start-up and stragglers left out, what a long class or a long-lived cluster pays);
-and "other", the worker time not spent judging (feedback pages, Dask's traffic, waiting, warm-up),
-which other load on the machine inflates less than the judging itself.
+phase, Dask's connection inside it (cluster start included), the load average, "sandboxes busy" (the
+time after the connection the workers' sandboxes ran, the results' "sandbox_s" summed, over workers x
+(phase - connection): each mode runs as many sandboxes at once as it has workers), and three figures per
+notebook: the command's wall time; the steady rate (between the 10th and the 90th percentile of the
+results' recording times, per result in between: start-up and stragglers left out, what a long class or
+a long-lived cluster pays); and "other", the workers' time with no sandbox running (judging, feedback
+pages, Dask's traffic, waiting, warm-up: the threads backend judges in a thread of its own while the
+sandboxes run, a Dask worker between them), which other load on the machine inflates less.
 Then, per mode, the median of each, and Dask's overhead: the median over the rounds of each run's
 ratio to the threads run of the same round. The machine may be shared: rounds are interleaved (the
 order rotates each round) and the load is printed.
@@ -61,10 +62,10 @@ def grade(code: Path, course: Path, secret: Path, *options: str) -> dict:
     connect = re.search(r"connected in ([\d.]+) s", out)
     connect = float(connect.group(1)) if connect else 0.0
     results = list((course / "autograded").glob(f"*/{kit.ASSIGNMENT}/*.result.json"))
-    judged = sum(json.loads(p.read_text())["seconds"] for p in results)
-    worker_s = WORKERS * (phase - connect)
+    sandboxed = sum(r.get("sandbox_s", r["seconds"]) for r in map(json.loads, map(Path.read_text, results)))
+    worker_s = WORKERS * (phase - connect)  # (a grader before sandbox_s: its judging counts as sandbox time)
     return {"wall": wall, "phase": phase, "connect": connect, "load": load, "steady": steady(results),
-            "busy": judged / worker_s, "other": (worker_s - judged) / len(results)}
+            "busy": sandboxed / worker_s, "other": (worker_s - sandboxed) / len(results)}
 
 
 def steady(results: list[Path]) -> float:
@@ -107,7 +108,7 @@ def run(work: Path, students: int, rounds: int, compare: list[str]) -> None:
     print(f"{students} students x {len(kit.NOTEBOOKS)} notebooks = {notebooks} jobs per run; {rounds} round(s), "
           f"order rotating\n", flush=True)
     print("| round | mode | wall (s) | grading phase (s) | connect (s) | wall / notebook (ms) | "
-          "steady / notebook (ms) | judging busy | other / notebook (ms) | load |\n"
+          "steady / notebook (ms) | sandboxes busy | other / notebook (ms) | load |\n"
           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|", flush=True)
     runs: dict[str, list[dict]] = {name: [] for name in modes}
     names = list(modes)
