@@ -388,7 +388,7 @@ def main() -> None:
             status, detail = run_test(index, test, shared, channel, job, seconds)
         if status == "done" and job.pid is not None:
             kill_the_rest(keep=job.pid)
-        else:  # (the child ended: the test's status says how, and the next test gets a new one)
+        else:  # the child ended, hung or sent too much (the status says which): it goes, the next test gets a new one
             job.close()
             job = None
             kill_the_rest()
