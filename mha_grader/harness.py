@@ -148,7 +148,7 @@ def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
         return stored if spec.get("order") is None else stored.transpose(np.argsort(spec["order"]))
 
     namespace, failures = run_cells(JOB["cells"])
-    send(answers, {"cells": failures})
+    send(answers, {"cells": failures, "seq": 0})
     incoming = os.fdopen(requests, "rb")
     for line in incoming:
         case = json.loads(line)
@@ -157,7 +157,7 @@ def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
             outcome = {"missing": case["function"]}
         else:
             outcome = calling.call(fn, case["names"], case["specs"], view)
-        send(answers, outcome)
+        send(answers, {**outcome, "seq": case["seq"]})
 
 
 def run_cells(cells: list[dict]) -> tuple[dict, list[dict]]:
@@ -182,7 +182,9 @@ def send(fd: int, frame: dict) -> None:
 
 class Child:
     """The process that runs the cells, then the cases of one test after another: its pipes, and the
-    deadline of the test it is running."""
+    deadline of the test it is running. Each request bears a number, and only a frame with that number
+    answers it: whatever else reaches the pipe (what the student's code writes there, or the rest of an
+    earlier answer) is read and skipped."""
 
     def __init__(self, shared: Shared, tests: int, seconds: float):
         to_child, self.requests = os.pipe()
@@ -201,6 +203,7 @@ class Child:
         os.close(from_child)
         self.pidfd = os.pidfd_open(self.pid)
         self.buffer = b""
+        self.seq = 0  # the number of the frame awaited (0: the cells')
 
     def cells(self, seconds: float) -> tuple[str, object]:
         """Wait for the cells to have run: ("done", None), else (status, detail) as a test's."""
@@ -214,6 +217,15 @@ class Child:
         return "done", None
 
     def frame(self) -> tuple[str, object]:
+        """("frame", the answer to the last request, as parsed JSON) or (status, detail) when none came."""
+        while True:
+            kind, frame = self._next()
+            if kind != "frame" or isinstance(frame, dict) and frame.get("seq") == self.seq:
+                return kind, frame
+            if time.monotonic() > self.deadline:  # (lines that keep coming do not hold the test past its time)
+                return "timeout", None
+
+    def _next(self) -> tuple[str, object]:
         """("frame", the child's next frame as parsed JSON) or (status, detail) when it has none."""
         chunk = self.buffer
         while b"\n" not in chunk:  # (only the newest chunk can hold the line's end)
@@ -243,14 +255,9 @@ class Child:
         return ("done", 0) if code == 0 else ("exit", code)
 
     def request(self, case: dict) -> bool:
-        """Send the next case, once whatever the child's processes wrote before it is thrown away: only
-        what comes after the request can answer it."""
-        self.buffer = b""
-        for _ in range(MAX_FRAME >> 16):
-            if not select.select([self.answers], [], [], 0)[0] or not os.read(self.answers, 1 << 16):
-                break
+        self.seq += 1
         try:
-            send(self.requests, case)
+            send(self.requests, {**case, "seq": self.seq})
             return True
         except OSError:  # the child is gone
             return False

@@ -295,6 +295,33 @@ def test_threads_taking_turns_run_no_more_sandboxes_at_once_than_the_turns():
     assert max(sum(start <= at < end for start, end in spans) for at, _ in spans) == 2
 
 
+def test_lines_that_answer_no_request_are_skipped_and_cannot_hold_a_test():
+    """The student's code writes to every descriptor: stray lines and a forged answer without the request's
+    number are skipped (the real answer counts); lines written without end stop the test at its time."""
+    flooding = job("""
+        import json, os, time
+        def _spray(line):
+            for fd in range(3, 64):
+                try:
+                    os.write(fd, line)
+                except OSError:
+                    pass
+        calls = []
+        def probe():
+            calls.append(1)
+            if len(calls) == 1:
+                _spray(b"junk\\n" + json.dumps({"result": 41, "mutated": []}).encode() + b"\\n")
+                return 42
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                _spray(b"junk\\n" * 100)
+    """, tests=2)
+    start = time.monotonic()
+    report = sandbox.run(flooding, sandbox.Limits(test_s=2, notebook_s=20))
+    assert statuses(report) == {"t0": "done", "t1": "timeout"} and result(report) == 42
+    assert time.monotonic() - start < 10
+
+
 def test_cells_that_hang_cost_one_timeout_not_one_per_test():
     report = sandbox.run(job("while True:\n    pass\n", tests=4), sandbox.Limits(test_s=2, notebook_s=30))
     assert statuses(report) == {"t0": "cells", "t1": "cells", "t2": "cells", "t3": "cells"}

@@ -96,23 +96,25 @@ def reads_the_harness_memory(course):
 
 def malformed_cells_record(course):
     """A cell sends the harness a list of failed cells whose fields are lists (the TypeError of
-    judging._missing once), then merge_heads is not defined."""
-    line = json.dumps({"cells": [{"label": [1], "type": [2], "message": {"a": 1}, "line": [3]}]}) + "\n"
+    judging._missing once), numbered as the harness's own cells record is, then merge_heads is not defined."""
+    line = json.dumps({"cells": [{"label": [1], "type": [2], "message": {"a": 1}, "line": [3]}], "seq": 0}) + "\n"
     code = SPRAY + f"_spray({line!r})\n"
     return _answer(course, M, "merge_heads", code)
 
 
 def malformed_outcome(course):
-    """output_projection sends an outcome whose error fields are lists and whose array lies about its size."""
-    bad = json.dumps({"error": {"type": ["T"], "message": [1], "line": "x"}}) + "\n" + json.dumps(
-        {"result": {"$array": {"dtype": "float64", "shape": [10 ** 9], "data": "AAAA"}}}) + "\n"
+    """output_projection sends outcomes whose error fields are lists and whose array lies about its size,
+    with every number a request may bear (the harness takes only the frame numbered as its request)."""
+    bad = "".join(json.dumps({"error": {"type": ["T"], "message": [1], "line": "x"}, "seq": n}) + "\n" + json.dumps(
+        {"result": {"$array": {"dtype": "float64", "shape": [10 ** 9], "data": "AAAA"}}, "seq": n}) + "\n"
+        for n in range(1, 10))
     code = SPRAY + f"def output_projection(*args):\n    _spray({bad!r})\n    return None\n"
     return _answer(course, O, "output_projection", code)
 
 
 def deep_frame(course):
-    """output_projection sends its harness a frame nested 5,000 deep (the harness's own parser and
-    writer must survive it), then returns the right answer."""
+    """output_projection sends its harness a frame nested 5,000 deep (the harness's own parser must
+    survive it, and skips it: it bears no request's number), then returns the right answer."""
     reference = kit.solution_cells(O)["output_projection"]
     code = SPRAY + reference.replace("def output_projection(", "def _right(", 1) + (
         "\ndef output_projection(*args, **kwargs):\n    _spray('[' * 5000 + ']' * 5000 + '\\n')\n"
@@ -200,7 +202,7 @@ UNTRUSTED = [
     Hostile("u11_too_deep", too_deep, {S: 0}, {S: "nested too deeply"}),
     Hostile("u12_too_many_values", too_many_values, {O: 0}, {O: "JSON values"}),
     Hostile("u13_honest_with_clutter", honest_with_clutter, FULL, extra=_clutter),
-    Hostile("u14_deep_frame", deep_frame, {O: 1}, {O: "no answer came back"}),
+    Hostile("u14_deep_frame", deep_frame, {O: FULL[O]}),
     Hostile("u15_surrogate_in_source", surrogate_in_source, {P: 3}),
     Hostile("u99_honest_last", honest, FULL),
 ]
