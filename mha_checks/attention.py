@@ -226,14 +226,14 @@ def forward(inp: Inputs, m=frozenset()):
 def _projected(inp: Inputs, m):
     """projections(inp, m), computed once per set of the switches it reads: a diagnosis tries hundreds of
     combinations of mistakes on one case, most of them alike up to the scores."""
-    key = m & PROJECTION_SWITCHES
+    key = frozenset(m) & PROJECTION_SWITCHES
     if key not in inp.memo:
         inp.memo[key] = projections(inp, key)
     return inp.memo[key]
 
 
 def _forward(inp: Inputs, m):
-    q, k, v, raw = _projected(inp, frozenset(m))
+    q, k, v, raw = _projected(inp, m)
     scores = raw / divisor(inp, m)
     allowed = allowed_mask(inp, m)
     if allowed is not None and "mask_after" not in m:

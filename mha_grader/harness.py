@@ -337,7 +337,7 @@ def kill_the_rest(keep: int | None = None) -> None:
         return
     me = os.getpid()
     for _ in range(KILL_ROUNDS):  # (a process may fork while it is being found)
-        found = {pid: found for pid, found in processes().items() if pid not in (keep, me)}
+        found = {pid: seen for pid, seen in processes().items() if pid not in (keep, me)}
         living = [pid for pid, (state, _) in found.items() if state not in (b"Z", b"X")]
         for pid in living:
             try:

@@ -131,27 +131,27 @@ def accept_new() -> None:
         _REFUSING = False
 
 
-@contextlib.contextmanager
 def stopping_with(stop: threading.Event):
     """While the block lasts, this thread's jobs belong to the run that stops when ``stop`` is set: from
     then on run() raises Ended here (a process that outlives runs, a Dask worker, refuses nothing else),
     and end_all(of=stop) ends the jobs started before. Set ``stop``, then call end_all: no job slips between."""
-    _THREAD.stopping = stop
-    try:
-        yield
-    finally:
-        del _THREAD.stopping
+    return _this_thread("stopping", stop)
 
 
-@contextlib.contextmanager
 def taking_turns(turns: threading.Semaphore):
     """While the block lasts, each sandbox this thread runs holds one of ``turns`` (a semaphore of n: at most n
     sandboxes at a time among the threads that share it, however many they are)."""
-    _THREAD.turns = turns
+    return _this_thread("turns", turns)
+
+
+@contextlib.contextmanager
+def _this_thread(name: str, value):
+    """``_THREAD.<name>`` is ``value`` while the block lasts."""
+    setattr(_THREAD, name, value)
     try:
         yield
     finally:
-        del _THREAD.turns
+        delattr(_THREAD, name)
 
 
 class _Running:
