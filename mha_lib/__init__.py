@@ -5,6 +5,7 @@
 * :class:`mha_lib.MultiHeadAttention` — a drop-in for ``torch.nn.MultiheadAttention``;
 * :mod:`mha_lib.counting` — parameters and FLOPs term by term;
 * :mod:`mha_lib.block` — a Transformer encoder block around the layer, and positional encoding.
+* :mod:`mha_lib.decoder` — grouped-query causal self-attention, a pre-norm decoder stack, a KV cache.
 
 What only the course's pages need (plots, the head viewer, the toy model) is in ``mha_book``.
 

@@ -78,9 +78,11 @@ class EncoderBlock(nn.Module):
         if layer.linear1.bias is None:
             fail("layer", "a TransformerEncoderLayer with bias=True", "one built with bias=False")
         attn = layer.self_attn
+        ref = layer.linear1.weight       # the copy gets its device and dtype before the weights arrive
         new = cls(attn.embed_dim, attn.num_heads, layer.linear1.out_features, attn.dropout,
-                  norm_first=layer.norm_first, layer_norm_eps=layer.norm1.eps, batch_first=attn.batch_first)
+                  norm_first=layer.norm_first, layer_norm_eps=layer.norm1.eps,
+                  batch_first=attn.batch_first).to(ref.device, ref.dtype)
         new.self_attn = MultiHeadAttention.from_torch(attn)
         for name in ("linear1", "linear2", "norm1", "norm2"):
             getattr(new, name).load_state_dict(getattr(layer, name).state_dict())
-        return new.to(layer.linear1.weight.device, layer.linear1.weight.dtype).train(layer.training)
+        return new.train(layer.training)
