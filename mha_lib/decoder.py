@@ -53,7 +53,7 @@ def grouped_query_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = Fals
 
     q (N, h, L, d_k), k (N, g, S, d_k), v (N, g, S, d_v) -> out (N, h, L, d_v), weights (N, h, L, S).
     The r = h/g query heads of a group are stacked along the query axis, so each group does one
-    product with its own keys: nothing is copied, and the FLOPs are those of h full heads.
+    product with its own keys: no key or value is repeated, and the FLOPs are those of h heads.
     ``causal``: the L queries are the last L of the S positions (see :func:`causal_mask`).
     """
     r = _check_qkv(q, k, v)
