@@ -156,11 +156,11 @@ class CausalSelfAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, mha: nn.MultiheadAttention) -> "CausalSelfAttention":
-        """A copy of a batch-first self-attention ``nn.MultiheadAttention`` (so g = h)."""
-        if not (mha.batch_first and mha._qkv_same_embed_dim) or mha.bias_k is not None or mha.add_zero_attn:
-            fail("mha", "a batch_first self-attention nn.MultiheadAttention (kdim = vdim = embed_dim, "
-                 "no add_bias_kv / add_zero_attn)", f"batch_first={mha.batch_first}, kdim={mha.kdim}, "
-                 f"vdim={mha.vdim}, add_bias_kv={mha.bias_k is not None}, add_zero_attn={mha.add_zero_attn}")
+        """A copy of a self-attention ``nn.MultiheadAttention`` (so g = h); the copy takes batch-first input."""
+        if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
+            fail("mha", "a self-attention nn.MultiheadAttention (kdim = vdim = embed_dim, no add_bias_kv / "
+                 "add_zero_attn)", f"kdim={mha.kdim}, vdim={mha.vdim}, add_bias_kv={mha.bias_k is not None}, "
+                 f"add_zero_attn={mha.add_zero_attn}")
         ref = mha.out_proj.weight
         new = cls(mha.embed_dim, mha.num_heads, bias=mha.in_proj_bias is not None).to(ref.device, ref.dtype)
         new.load_state_dict(_to_ours(mha.state_dict(), packed=True))
@@ -173,7 +173,7 @@ class DecoderBlock(EncoderBlock):
     def __init__(self, d_model: int, num_heads: int, dim_feedforward: int, num_kv_heads: int | None = None,
                  layer_norm_eps: float = 1e-5):
         super().__init__(d_model, num_heads, dim_feedforward, norm_first=True, layer_norm_eps=layer_norm_eps)
-        self.self_attn = CausalSelfAttention(d_model, num_heads, num_kv_heads)
+        self.self_attn = CausalSelfAttention(d_model, num_heads, num_kv_heads)   # in place of the inherited MHA
 
     def forward(self, x: Tensor, cache: LayerCache | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:

@@ -195,6 +195,9 @@ CASES = {
         nn.TransformerEncoderLayer(E, 3, D_FF, batch_first=True, norm_first=True), 2, enable_nested_tensor=False)),
         "encoder: expected an nn.TransformerEncoder of norm_first=True layers with a final norm (pre-norm), "
         "got norm_first=True, norm=NoneType."),
+    "cross-attention from torch": (lambda: CausalSelfAttention.from_torch(nn.MultiheadAttention(E, 3, kdim=5)),
+        "mha: expected a self-attention nn.MultiheadAttention (kdim = vdim = embed_dim, no add_bias_kv / "
+        "add_zero_attn), got kdim=5, vdim=12, add_bias_kv=False, add_zero_attn=False."),
     "unbatched input": (lambda: Decoder(1, E, H, D_FF)(torch.randn(S, E)),
         "x: expected a 3-D tensor shaped (N, L, E), batch first, got a 2-D tensor of shape (5, 12)."),
     "a cache of another depth": (lambda: Decoder(2, E, H, D_FF)(torch.randn(1, 2, E), KVCache(3)),
