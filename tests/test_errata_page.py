@@ -9,19 +9,20 @@ from pathlib import Path
 import pytest
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
-BOX = re.compile(r"^:{3,}\{admonition\} (Erratum|Note) —")
+BOX = re.compile(r"^:{3,}\{admonition\} (?P<kind>Erratum|Note) —")
 LABEL = re.compile(r"^\((?P<label>[\w-]+)\)=$")
 REF = re.compile(r"\{ref\}`[^`<]*<(?P<label>[\w-]+)>`")
+NAMED_REF = re.compile(r"\{ref\}`(?P<text>[^`<]*)<(?P<label>[\w-]+)>`")
 
 
-def boxes(text):
-    """(line number, label or None) of every Erratum/Note box."""
+def boxes(text, kinds=False):
+    """(line number, label or None[, "Erratum" or "Note"]) of every Erratum/Note box."""
     lines, found = text.splitlines(), []
     for i, line in enumerate(lines):
-        if BOX.match(line):
+        if box := BOX.match(line):
             above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
             label = LABEL.match(above.strip())
-            found.append((i + 1, label["label"] if label else None))
+            found.append((i + 1, label["label"] if label else None) + ((box["kind"],) if kinds else ()))
     return found
 
 
@@ -47,3 +48,15 @@ def test_every_errata_entry_links_to_a_box():
         unknown = [label for label in REF.findall(listed.read_text(encoding="utf-8"))
                    if label.startswith("erratum-") and label not in labels]
         assert not unknown, f"{listed.name}: {unknown}"
+
+
+def test_a_link_that_names_a_box_kind_names_the_right_one():
+    """A link written "erratum" must lead to a red Erratum box, "note" to a blue Note box."""
+    kind = {label: k for chapter in CHAPTERS.glob("0*.md")
+            for _, label, k in boxes(chapter.read_text(encoding="utf-8"), kinds=True)}
+    wrong = [f"chapters/{chapter.name}: {m['text'].strip()!r} -> {m['label']} ({kind[m['label']]})"
+             for chapter in CHAPTERS.glob("0*.md")
+             for m in NAMED_REF.finditer(chapter.read_text(encoding="utf-8")) if m["label"] in kind
+             for word in re.findall(r"\b(erratum|note)\b", m["text"].lower())
+             if word != kind[m["label"]].lower()]
+    assert not wrong, "\n".join(wrong)
