@@ -93,7 +93,7 @@ def test_training_draws_are_what_training_sees(monkeypatch):
 
 
 def test_held_out_sequences_were_never_drawn_in_training():
-    """Chapters 2 and 3 call the test set sequences the models have never seen."""
+    """Chapters 2 and 3 evaluate on held-out sequences that no training run of theirs drew."""
     cfg, runs = toy.ToyConfig(), [toy.ToyConfig(seed=s, steps=400) for s in range(2)]
     for unseen_by in (None, runs):
         x, y = toy.test_set(cfg, unseen_by=unseen_by)
