@@ -6,10 +6,13 @@ The block is the layer at work inside a model (chapter 6)::
     pre-norm  (norm_first=True):   x = x + SelfAttn(LN_1(x));   x = x + FFN(LN_2(x))
     FFN(x) = ReLU(x W_1 + b_1) W_2 + b_2        (applied to every position alike)
 
-Its parameters carry the names of ``torch.nn.TransformerEncoderLayer`` (``self_attn``,
-``linear1``, ``linear2``, ``norm1``, ``norm2``), so :meth:`EncoderBlock.from_torch` copies one
-and the two compute the same function. Dropout sits where torch puts it (after the attention,
-inside the FFN, after the FFN), and in the attention weights.
+Its sub-modules carry the names of ``torch.nn.TransformerEncoderLayer`` (``self_attn``,
+``linear1``, ``linear2``, ``norm1``, ``norm2``), but torch's ``state_dict`` does not load as
+it is (torch packs the attention's input projections in one ``in_proj_weight``):
+:meth:`EncoderBlock.from_torch` copies one, and the two compute the same function. Dropout sits
+where torch puts it (after the attention, inside the FFN, after the FFN), and in the attention
+weights. Unlike torch's layer, the block defaults to ``batch_first=True`` and ``dropout=0.0``, and
+``dim_feedforward`` has no default.
 """
 import math
 
