@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .block import EncoderBlock
-from .checks import check_heads, check_kv_heads, check_rank, check_same, fail
+from .checks import check_heads, check_kv_heads, check_rank, check_same, check_width, fail
 from .module import _to_ours
 
 
@@ -135,6 +135,7 @@ class CausalSelfAttention(nn.Module):
         S = cached + L: the new keys and values join the cache.
         """
         check_rank("x", x.shape, (3,), "(N, L, E), batch first")
+        check_width("x", x.shape, self.embed_dim, "embed_dim")
         n, q_len, _ = x.shape
         q = self._split(self.q_proj(x), self.num_heads)          # (N, h, L, d_k)
         k = self._split(self.k_proj(x), self.num_kv_heads)       # (N, g, L, d_k)
@@ -200,6 +201,8 @@ class Decoder(nn.Module):
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         """x (N, L, d_model) -> (N, L, d_model), and every layer's weights (N, layers, h, L, S) if
         ``need_weights``. With a cache, x holds the L positions after the cached ones."""
+        check_rank("x", x.shape, (3,), "(N, L, d_model), batch first")
+        check_width("x", x.shape, self.norm.normalized_shape[0], "d_model")
         if cache is not None:
             check_same("cache layers", len(cache.layers), len(self.layers), "the decoder's number of layers")
         weights = []
@@ -213,15 +216,18 @@ class Decoder(nn.Module):
         """A copy of an ``nn.TransformerEncoder`` of pre-norm ReLU layers with a final ``norm``, which
         computes this decoder when given the causal mask. Dropout is not copied (the decoder has
         none): the two agree in eval mode, or with dropout 0."""
-        first = encoder.layers[0]
-        if encoder.norm is None or not first.norm_first:
-            fail("encoder", "an nn.TransformerEncoder of norm_first=True layers with a final norm (pre-norm)",
-                 f"norm_first={first.norm_first}, norm={type(encoder.norm).__name__}")
+        first, norm = encoder.layers[0], encoder.norm
+        if not isinstance(norm, nn.LayerNorm) or not all(layer.norm_first for layer in encoder.layers):
+            fail("encoder", "an nn.TransformerEncoder of norm_first=True layers with a final nn.LayerNorm (pre-norm)",
+                 f"norm_first={first.norm_first}, norm={type(norm).__name__}")
+        if norm.bias is None:
+            fail("encoder.norm", "a LayerNorm with a weight and a bias", "one without")
         attn = first.self_attn
         ref = first.linear1.weight
         new = cls(len(encoder.layers), attn.embed_dim, attn.num_heads, first.linear1.out_features,
-                  layer_norm_eps=encoder.norm.eps).to(ref.device, ref.dtype)
+                  layer_norm_eps=norm.eps).to(ref.device, ref.dtype)
         for ours, theirs in zip(new.layers, encoder.layers):   # the same parameter names (g = h)
             ours.load_state_dict(EncoderBlock.from_torch(theirs).state_dict())  # checks ReLU and biases
-        new.norm.load_state_dict(encoder.norm.state_dict())
+            ours.norm1.eps, ours.norm2.eps = theirs.norm1.eps, theirs.norm2.eps  # not in a state_dict
+        new.norm.load_state_dict(norm.state_dict())
         return new.train(encoder.training)

@@ -95,6 +95,17 @@ def test_decoder_is_torchs_encoder_with_a_causal_mask(need_weights):
     assert not torch.allclose(ours(x)[0], expected, **TOL)
 
 
+def test_decoder_copies_each_layer_norms_eps():
+    """eps is no parameter (state_dicts do not carry it): the layers' and the final norm's are copied apart."""
+    torch.manual_seed(5)
+    layer = nn.TransformerEncoderLayer(E, 3, D_FF, dropout=0.0, batch_first=True, norm_first=True,
+                                       layer_norm_eps=1e-1, **f64)
+    theirs = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(E, eps=1e-3, **f64), enable_nested_tensor=False).eval()
+    x = 0.05 * torch.randn(N, S, E, **f64)                # small inputs, so that eps matters
+    mask = torch.ones(S, S, dtype=torch.bool).triu(1)
+    assert_close(Decoder.from_torch(theirs)(x)[0], theirs(x, mask=mask, is_causal=True), **TOL)
+
+
 def test_attention_copied_from_torch_is_torchs_causal_attention():
     torch.manual_seed(3)
     theirs = nn.MultiheadAttention(E, 4, batch_first=True, **f64)
@@ -189,17 +200,26 @@ CASES = {
         "q_len: expected at most kv_len = 2 (the queries are among the positions), got 3."),
     "post-norm stack": (lambda: Decoder.from_torch(nn.TransformerEncoder(
         nn.TransformerEncoderLayer(E, 3, D_FF, batch_first=True), 2, norm=nn.LayerNorm(E), enable_nested_tensor=False)),
-        "encoder: expected an nn.TransformerEncoder of norm_first=True layers with a final norm (pre-norm), "
+        "encoder: expected an nn.TransformerEncoder of norm_first=True layers with a final nn.LayerNorm (pre-norm), "
         "got norm_first=False, norm=LayerNorm."),
     "no final norm": (lambda: Decoder.from_torch(nn.TransformerEncoder(
         nn.TransformerEncoderLayer(E, 3, D_FF, batch_first=True, norm_first=True), 2, enable_nested_tensor=False)),
-        "encoder: expected an nn.TransformerEncoder of norm_first=True layers with a final norm (pre-norm), "
+        "encoder: expected an nn.TransformerEncoder of norm_first=True layers with a final nn.LayerNorm (pre-norm), "
         "got norm_first=True, norm=NoneType."),
     "cross-attention from torch": (lambda: CausalSelfAttention.from_torch(nn.MultiheadAttention(E, 3, kdim=5)),
         "mha: expected a self-attention nn.MultiheadAttention (kdim = vdim = embed_dim, no add_bias_kv / "
         "add_zero_attn), got kdim=5, vdim=12, add_bias_kv=False, add_zero_attn=False."),
     "unbatched input": (lambda: Decoder(1, E, H, D_FF)(torch.randn(S, E)),
-        "x: expected a 3-D tensor shaped (N, L, E), batch first, got a 2-D tensor of shape (5, 12)."),
+        "x: expected a 3-D tensor shaped (N, L, d_model), batch first, got a 2-D tensor of shape (5, 12)."),
+    "input of another width": (lambda: Decoder(1, E, H, D_FF)(torch.randn(N, S, E - 2)),
+        "x: expected last dimension 12 (d_model), got shape (2, 5, 10)."),
+    "attention input of another width": (lambda: CausalSelfAttention(E, H)(torch.randn(N, S, E + 1)),
+        "x: expected last dimension 12 (embed_dim), got shape (2, 5, 13)."),
+    "final norm not a LayerNorm": (lambda: Decoder.from_torch(nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(E, 3, D_FF, batch_first=True, norm_first=True), 2, norm=nn.RMSNorm(E),
+        enable_nested_tensor=False)),
+        "encoder: expected an nn.TransformerEncoder of norm_first=True layers with a final nn.LayerNorm (pre-norm), "
+        "got norm_first=True, norm=RMSNorm."),
     "a cache of another depth": (lambda: Decoder(2, E, H, D_FF)(torch.randn(1, 2, E), KVCache(3)),
         "cache layers: expected the decoder's number of layers = 2, got 3."),
 }
