@@ -52,7 +52,9 @@ namespaces, cgroup and file system.
 """
 import ctypes
 import errno
+import importlib.util
 import json
+import linecache
 import os
 import resource
 import runpy
@@ -67,13 +69,16 @@ CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x0200000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 15, 24, 38
+PR_SET_PDEATHSIG, PR_SET_KEEPCAPS, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 8, 15, 24, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
+CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
+HARNESS_CAPABILITIES = 1 << CAP_KILL | 1 << CAP_SETGID | 1 << CAP_SETUID
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 MADV_COLLAPSE, HUGE = 25, 2 << 20
 TITLE = b"mha-sandbox"  # what /proc/<pid>/cmdline says of the job's pid 1 (not this script's path)
 RULES = None  # the seccomp filter (kernel.build_filter), built once when the server starts
+STUDENTS = None  # (first uid, how many): the student uids (from the grader, as the server starts)
 PROGRAMS: dict[str, tuple[bytes, object]] = {}  # compiled_programs(), once when the server starts
 
 
@@ -171,15 +176,24 @@ def init(request: dict, report: int, group) -> int:
 
 
 def program(request: dict, report: int) -> int:
-    if request["hardening"]["cgroup"]:
+    strong = request["hardening"]
+    if strong["cgroup"]:
         _oom_score_adj(500)  # at the memory cap the kernel kills in the job, not the manager (raising: no privilege)
-    give_up_privileges(request["root"], request["uid"], request["limits"])
-    if request["hardening"]["keyring"]:
-        kernel.private_keyring(clear_user_keyrings=request["uid"] is not None)
-    if request["hardening"]["seccomp"]:
-        kernel.load(RULES)  # the last step: the filter refuses chroot, mount, keyctl, ...
+    for number in signal.valid_signals():  # pid 1 takes no signal from inside its namespace but those it handles:
+        if callable(signal.getsignal(number)):  # so it handles none (Python's SIGINT handler goes)
+            signal.signal(number, signal.SIG_DFL)
+    harness, student = request["uid"], request["student"]
+    if strong["keyring"] and harness is not None:  # (rootless: one uid, in a user namespace of its own)
+        for uid in sorted({harness, student} - {None}):
+            kernel.clear_user_keyrings(uid)
+    give_up_privileges(request["root"], harness, student, request["limits"])
+    if strong["keyring"]:
+        kernel.join_fresh_session_keyring()
+    if strong["seccomp"]:  # the last step: the filter refuses chroot, mount, keyctl, ...
+        kernel.load(RULES if all(strong.values()) else kernel.build_filter(strong, STUDENTS))
     path = request["program"]
-    sys.argv, sys.path[0] = [path, str(report)], os.path.dirname(path)
+    sys.argv = [path, str(report)]
+    sys.path.insert(0, os.path.dirname(path))
     with open(path, "rb") as fh:
         source = fh.read()
     compiled = PROGRAMS.get(path)
@@ -340,9 +354,10 @@ def _mount_job(root: str, job: str, strong: dict) -> None:
         mount(None, root + "/job", flags=MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-def give_up_privileges(root: str, uid: int | None, limits: dict[str, int]) -> None:
-    """The new root, the sandbox user (None: stay, in a user namespace), no capabilities, no new
-    privileges, limits."""
+def give_up_privileges(root: str, uid: int | None, student: int | None, limits: dict[str, int]) -> None:
+    """The new root, the harness user (None: stay, in a user namespace), no new privileges, limits, and
+    no capabilities but, where the student has a uid of its own, the three that let pid 1 make each
+    child the student and end what its tests leave running (as_student.py)."""
     os.chroot(root)
     os.chdir("/")
     for cap in range(64):  # the bounding set, emptied: nothing this process execs can regain one
@@ -350,12 +365,16 @@ def give_up_privileges(root: str, uid: int | None, limits: dict[str, int]) -> No
             if ctypes.get_errno() == errno.EINVAL:
                 break  # past the last capability this kernel knows
             _check(-1, f"dropping capability {cap}")
+    kept = HARNESS_CAPABILITIES if uid is not None and student is not None else 0
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
+        _check(LIBC.prctl(PR_SET_KEEPCAPS, 1 if kept else 0, 0, 0, 0), "keeping capabilities")
         os.setresuid(uid, uid, uid)
+        _check(LIBC.prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0), "keeping capabilities")
     header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
-    _check(LIBC.capset(header, (ctypes.c_uint32 * 6)()), "capset")  # effective, permitted, inheritable: none
+    sets = (ctypes.c_uint32 * 6)(kept, kept, 0, 0, 0, 0)  # effective, permitted, inheritable (low, then high words)
+    _check(LIBC.capset(header, sets), "capset")
     _check(LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
     for name, value in limits.items():
         resource.setrlimit(getattr(resource, name), (value, value))
@@ -406,18 +425,43 @@ def _reap(options: int) -> bool:
         return False
 
 
+def load_module(name: str, path: str) -> types.ModuleType:
+    """The module at ``path``, imported as ``name`` from that file alone: no folder is searched or
+    listed (a listing would stay in sys.path_importer_cache, in every job's memory)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def forget_host_folders(prefixes: list[str]) -> None:
+    """Keep on sys.path only the Python installation's folders (a venv's .pth may add the checkout, which
+    is the course folder under `make grade`), and drop every folder listing the import system cached,
+    and every source line read: a job starts as a copy of this process."""
+    sys.path[:] = [p for p in sys.path if any(os.path.realpath(p).startswith(q + os.sep) or os.path.realpath(p) == q
+                                              for q in prefixes)]
+    sys.path_importer_cache.clear()
+    importlib.invalidate_caches()
+    linecache.clearcache()
+
+
 if __name__ == "__main__":
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # (also set by the grader) gone with it
-    REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sys.path[:0] = [os.path.join(REPO, "mha_checks"), REPO]
-    import calling  # noqa: F401, E402 - warm: the harness's `import calling` finds it loaded (numpy with it)
-    from mha_grader import cgroups, kernel  # noqa: E402
-    del sys.path[:2]
-    RULES = kernel.build_filter()
+    HERE = os.path.dirname(os.path.abspath(__file__))
+    PREFIXES = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    forget_host_folders(PREFIXES)  # before any import can list a folder of the checkout
+    load_module("calling", os.path.join(os.path.dirname(HERE), "mha_checks", "calling.py"))  # warm: the job's
+    load_module("as_student", os.path.join(HERE, "as_student.py"))  # `import calling` finds it loaded (numpy too)
+    cgroups = load_module("mha_grader.cgroups", os.path.join(HERE, "cgroups.py"))
+    kernel = load_module("mha_grader.kernel", os.path.join(HERE, "kernel.py"))
+    STUDENTS = (int(sys.argv[2]), int(sys.argv[3]))
+    RULES = kernel.build_filter(dict.fromkeys(kernel.FILTER_SWITCHES, True), STUDENTS)
     PROGRAMS = compiled_programs()
-    if sys.argv[2:] == ["torch"]:  # a server of its own: forking a process that holds torch costs 10x more
+    if sys.argv[4:] == ["torch"]:  # a server of its own: forking a process that holds torch costs 10x more
         import torch
         torch.set_num_threads(1)
+    forget_host_folders(PREFIXES)  # (what the imports above cached)
     huge_pages()
     LIBC.prctl(PR_SET_NAME, b"mha-server", 0, 0, 0)  # (each process names its part, for ps, top and perf)
     serve(socket.socket(fileno=int(sys.argv[1])))
