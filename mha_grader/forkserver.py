@@ -12,12 +12,16 @@ runs in a sandbox whose every property below is a claim the README makes and `ma
   the secret or the gradebook. No host path shows through: pid 1's command line is blanked, the
   mounts come from neutral sources (/proc/self/mountinfo names no host folder), /proc/self/cgroup
   shows "/";
-- an unprivileged uid of its own per concurrent job (62000 + slot), no capabilities, no new
-  privileges; limits per process on address space, processes and file size;
+- two unprivileged uids of its own per concurrent job: the student's (62464 + slot), under which every
+  process that runs student code runs, with no capabilities, and pid 1's (62592 + slot), which keeps
+  only the three capabilities it needs to make each child it forks the student and to end what a test
+  left running (as_student.py); no new privileges; limits per process on address space, processes
+  and file size;
 - a cgroup of its own (cgroups.py) capping the memory of all its processes together, their number,
   and their CPU (one core); its usage comes back with the exit status, and the group is removed;
-- a fresh, empty session keyring and its uid's keyrings cleared, and a seccomp filter that refuses
-  the kernel surfaces a grading job never needs (kernel.py says which, and why);
+- a fresh, empty session keyring and its uids' keyrings cleared, and a seccomp filter that is an
+  allowlist: it admits the calls a job was measured to need (kernel.py says which, and why), refuses
+  every other call, named or not, and kills the job for a call under another architecture's numbers;
 - a lifetime tied to the grader: when the job ends, its time is up, or the grader dies, pid 1 of its
   namespace goes and the kernel takes every process of the job with it.
 
@@ -30,13 +34,19 @@ job's stderr file) and forks:
 
   manager   (the grader's user, outside)  the job's cgroup; new namespaces; waits, reads the usage
     init    (pid 1 inside)                joins the cgroup; builds the file system with mount(2);
-                                          then, as the program: chroot, no capabilities, no new
-                                          privileges, limits, a fresh keyring, the seccomp filter,
-                                          and harness.py runs as __main__, in this warm interpreter
+                                          then, as the program: no signal handler, its uids'
+                                          keyrings cleared, chroot, pid 1's uid with three
+                                          capabilities, no new privileges, limits, a fresh keyring,
+                                          the seccomp filter, and harness.py runs as __main__, in
+                                          this warm interpreter
+      child (forked by the harness for each run of the cells)  the student's uid, no capabilities
 
-The program is pid 1 itself (one fork fewer per job): no process of the job can signal it (the
-kernel delivers to a namespace's pid 1 only the signals it handles), its orphans come back to it,
-and when it ends the kernel ends every other process of the namespace.
+The program is pid 1 itself (one fork fewer per job): its orphans come back to it, and when it ends
+the kernel ends every other process of the namespace. Nothing the student's code runs reaches it:
+it handles no signal (the kernel gives a namespace's pid 1 only the signals it handles; Python's
+SIGINT handler is removed), and it runs under another uid, so the kernel refuses the student's
+processes every signal, prlimit, trace, /proc/1/mem and OOM score of it; the filter refuses signals
+and prlimit aimed at pid 1 too. Every way its child can end is a verdict for one test (harness.py).
 
 The manager sends the job's exit status and its cgroup's usage on its connection, and kills the job
 as soon as that connection closes (the grader gave up on it, or died): init goes, and the kernel
@@ -47,8 +57,11 @@ What skipping a fresh interpreter per notebook costs in isolation: every job's m
 copy of this process (the same modules, the same address-space layout; the file names of the
 modules it loaded, as in numpy.__file__ or /proc/self/maps, name the Python installation's real
 folders). This process never reads a job (no cells, no cases, no secret, no expected value), so a
-copy of it holds nothing of another student's; each job still has its own processes, user,
-namespaces, cgroup and file system.
+copy of it holds nothing of another student's; each job still has its own processes, users,
+namespaces, cgroup and file system. Nor does it hold a listing of any folder of the checkout (the
+course folder, under `make grade`): it keeps on sys.path only the Python installation's folders (a
+venv's .pth file adds the checkout), loads its own modules by file, and empties the import system's
+folder caches and the source lines it read before the first job.
 """
 import ctypes
 import errno
@@ -437,12 +450,15 @@ def load_module(name: str, path: str) -> types.ModuleType:
 
 def forget_host_folders(prefixes: list[str]) -> None:
     """Keep on sys.path only the Python installation's folders (a venv's .pth may add the checkout, which
-    is the course folder under `make grade`), and drop every folder listing the import system cached,
-    and every source line read: a job starts as a copy of this process."""
-    sys.path[:] = [p for p in sys.path if any(os.path.realpath(p).startswith(q + os.sep) or os.path.realpath(p) == q
-                                              for q in prefixes)]
-    sys.path_importer_cache.clear()
-    importlib.invalidate_caches()
+    is the course folder under `make grade`), and drop every other folder's listing the import system
+    cached, and every source line read: a job starts as a copy of this process. (The installation's
+    listings stay: a job that imports a module this process has not loaded lists no folder again.)"""
+    def inside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real == q or real.startswith(q + os.sep) for q in prefixes)
+    sys.path[:] = [p for p in sys.path if inside(p)]
+    for folder in [f for f in sys.path_importer_cache if not inside(f)]:
+        del sys.path_importer_cache[folder]
     linecache.clearcache()
 
 
@@ -453,6 +469,7 @@ if __name__ == "__main__":
     forget_host_folders(PREFIXES)  # before any import can list a folder of the checkout
     load_module("calling", os.path.join(os.path.dirname(HERE), "mha_checks", "calling.py"))  # warm: the job's
     load_module("as_student", os.path.join(HERE, "as_student.py"))  # `import calling` finds it loaded (numpy too)
+    import random  # noqa: F401 - (the harness's, loaded here once)
     cgroups = load_module("mha_grader.cgroups", os.path.join(HERE, "cgroups.py"))
     kernel = load_module("mha_grader.kernel", os.path.join(HERE, "kernel.py"))
     STUDENTS = (int(sys.argv[2]), int(sys.argv[3]))

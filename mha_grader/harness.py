@@ -18,23 +18,31 @@ result was larger than a record may be.)
 
 Two processes, and only one of them ever runs student code:
 
-  harness (this process)  holds the report channel; never runs student code, and is not dumpable,
-                          so no process of the sandbox user can read or write its memory
+  harness (this process)  pid 1 of the job, under a uid of its own: holds the report channel; never
+                          runs student code, handles no signal, and is not dumpable, so no process
+                          of the job can signal it, limit it, read or write its memory
                           (/proc/PID/mem, process_vm_writev); asks for each case's inputs just
                           before the call, keeps a private copy, and lays the arrays out in
                           memory it shares with the child
-  child (forked)          closes the channel first (a socket: it cannot be opened again through
-                          /proc), runs the cells once, then calls the cases of one test after
-                          another, as the notebook's kernel runs its tests, on views of the shared
-                          memory, and sends each outcome back on a pipe of its own
+  child (forked)          closes the channel (a socket: it cannot be opened again through /proc),
+                          becomes the student (as_student.py: the student's uid, no capabilities),
+                          seeds Python's, NumPy's and torch's generators from the job (the same
+                          numbers at every grading of a submission), runs the cells once, then calls the cases of one test after another,
+                          as the notebook's kernel runs its tests, on views of the shared memory,
+                          and sends each outcome back on a pipe of its own
 
-The child's frames are data: a value the function returned, or the error it raised. Whether the
-call changed its arguments in place is observed here, by comparing the shared memory with the
-private copy after the child answers: the child cannot hide a change it made (its own claim of a
-change is kept too, since it can only cost it points). A crash, a hang, a memory blow-up or an exit
-ends the child and costs the test it happened in: every other process of the sandbox user is then
-killed, and the next test gets a new child, which runs the cells again. Nothing here decides a
-grade: the judge, outside, validates every record and compares with the reference.
+The child's frames are data: a value the function returned, or the error it raised (an error whose
+description raises is sent as one without words). Whether the call changed its arguments in place
+is observed here, by comparing the shared memory with the private copy after the child answers: the
+child cannot hide a change it made (its own claim of a change is kept too, since it can only cost it
+points). Every way the child can end is a state of this process with a verdict for one test (the
+Child class lists them): an exit of any status (0 included) or a signal before the answer awaited,
+a hang, an answer too large; each costs the test it happened in, every other process of the
+student's is then killed, and the next test gets a new child, which runs the cells again. A child
+an earlier test left running that ends before answering anything of the current test is replaced
+and the test run again, once, in a new child (the end belongs to the tests before, which have
+their answers). Nothing here decides a grade: the judge, outside, validates every record and
+compares with the reference.
 """
 import ctypes
 import json

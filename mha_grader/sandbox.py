@@ -2,10 +2,11 @@
 
 The sandbox (its theory of operation opens forkserver.py): fresh mount, PID, network, IPC, UTS and
 cgroup namespaces; a file system holding only the Python installation and the job, read-only, and
-a 64 MB /tmp, with no host path showing through; an unprivileged user of its own (a distinct uid
-per concurrent job, so that one job's process limit cannot starve another), no capabilities, no
-new privileges; limits on address space, processes and file size per process, and a cgroup capping
-the memory, processes and CPU of the whole job; a fresh session keyring and a system-call filter
+a 64 MB /tmp, with no host path showing through; an unprivileged user of its own for the student's
+code (a distinct uid per concurrent job, so that one job's process limit cannot starve another), no
+capabilities, no new privileges, and another for its pid 1; limits on address space, processes and
+file size per process, and a cgroup capping the memory, processes and CPU of the whole job; a fresh
+session keyring and a system-call filter that admits only what a job was measured to need
 (kernel.py). The network namespace has only a loopback device, down. When the job ends, or its
 time is up, or the grader dies, its PID namespace goes and with it every process it started.
 

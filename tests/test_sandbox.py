@@ -967,3 +967,35 @@ def test_a_job_that_draws_random_numbers_draws_the_same_ones_at_every_grading():
         other = sandbox.run(job(cells + "# another submission\n", tests=2, torch=torch))
         assert result(other) != result(first)
         assert outcomes(first)["t0"] != outcomes(first)["t1"]  # (one generator, drawn on from test to test)
+
+
+def test_two_gradings_of_a_submission_that_draws_random_numbers_give_the_same_bytes(tmp_path):
+    """A student whose answers draw random numbers (NumPy's and Python's generators in exercise 1,
+    torch's dropout in exercise 5), graded twice by the grading command: the same scores, the same
+    stored results (their timings aside) and the same feedback pages, byte for byte. (Graded with the
+    static rule off: what is tested is the sandbox's seeding, not which code is admitted.)"""
+    from submissions import kit
+    course = kit.make_course(tmp_path / "course")
+    right = kit.solution_cells("05_assembly")["multi_head_attention"].replace(
+        "def multi_head_attention(", "def _right(", 1)
+    noisy = {"01_project": {"project": "def project(x, w, b=None):\n    import random\n"
+                                       "    out = x @ w + (0 if b is None else b)\n"
+                                       "    return out + np.random.normal(0, 0.1, out.shape) * random.random()\n"},
+             "05_assembly": {"multi_head_attention": right + "\ndef multi_head_attention(query, key, value, mha, "
+                             "causal=False):\n    out, weights = _right(query, key, value, mha, causal)\n"
+                             "    return torch.nn.functional.dropout(out, 0.5), weights\n"}}
+    kit.submit(course, "noisy", {notebook: kit.filled(course, notebook, cells) for notebook, cells in noisy.items()})
+    timings = ("seconds", "sandbox_s")
+    gradings = []
+    for _ in range(2):
+        run = kit.grade(course, "--force", "--workers", "1", rule=False)
+        assert run.returncode == 0, run.stdout + run.stderr
+        results = {p.name: {k: v for k, v in json.loads(p.read_text()).items() if k not in timings}
+                   for p in (course / "autograded" / "noisy" / kit.ASSIGNMENT).glob("*.result.json")}
+        pages = {p.name: p.read_bytes() for p in (course / "feedback" / "noisy" / kit.ASSIGNMENT).glob("*.html")}
+        gradings.append((kit.scores(course)["noisy"], results, pages))
+    assert set(gradings[0][1]) >= {"01_project.result.json", "05_assembly.result.json"}
+    assert gradings[0][0] == gradings[1][0] and gradings[0][1] == gradings[1][1]
+    assert gradings[0][2] == gradings[1][2] and len(gradings[0][2]) >= 2
+    said = [t["message"] for r in gradings[0][1].values() for t in r["tests"]]
+    assert sum("wrong values in the result" in m for m in said) >= 3, said  # (the noise is quoted in the feedback)
