@@ -195,7 +195,7 @@ def seed_generators(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     if "torch" in sys.modules:
-        sys.modules["torch"].manual_seed(seed)
+        sys.modules["torch"].default_generator.manual_seed(seed)  # (the CPU's: no device is asked, as manual_seed does)
 
 
 def run_cells(cells: list[dict]) -> tuple[dict, list[dict]]:
