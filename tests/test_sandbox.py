@@ -666,10 +666,11 @@ def test_everyday_library_uses_run_under_the_allowlist():
     """What the allowlist was measured on beyond the catalogues (tests/submissions/everyday.py): each runs
     to the end under the filter, both tests, and returns what it returns without it."""
     from submissions.everyday import EVERYDAY, EVERYDAY_TORCH
+    patient = sandbox.Limits(test_s=40, test_cpu_s=40, notebook_s=90)  # (matplotlib builds its font cache: seconds)
     for cells, torch in ((EVERYDAY, False), (EVERYDAY_TORCH, True)):
         for name, source in cells.items():
-            report = sandbox.run(everyday_job(source, torch))
-            weakened = sandbox.run(everyday_job(source, torch), hardening=sandbox.Hardening(seccomp=False))
+            report = sandbox.run(everyday_job(source, torch), patient)
+            weakened = sandbox.run(everyday_job(source, torch), patient, hardening=sandbox.Hardening(seccomp=False))
             assert statuses(report) == {"t0": "done", "t1": "done"}, (name, report.records)
             assert "result" in outcomes(report)["t0"], (name, report.records)
             assert result(report) == result(weakened) and result(report) not in (False, None), name
