@@ -434,6 +434,7 @@ def kill_the_rest(keep: int | None = None) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        until_ended(living)
         for pid in (pid for pid, (_, parent) in found.items() if parent == me):
             try:
                 os.waitpid(pid, 0)  # (killed: it ends at once) the others are their parents' to reap
@@ -441,6 +442,26 @@ def kill_the_rest(keep: int | None = None) -> None:
                 pass
         if not living:
             break
+
+
+def until_ended(pids: list[int], seconds: float = 1.0) -> None:
+    """Wait (``seconds`` at most) until each of ``pids`` has ended: a process killed ends at once, but not
+    always before the next test could see it still running."""
+    waiting = []
+    for pid in pids:
+        try:
+            waiting.append(os.pidfd_open(pid))
+        except OSError:
+            pass  # already gone
+    deadline = time.monotonic() + seconds
+    try:
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for fd in select.select(waiting, [], [], left)[0]:  # (a pidfd is readable once its process ended)
+                waiting.remove(fd)
+                os.close(fd)
+    finally:
+        for fd in waiting:
+            os.close(fd)
 
 
 def processes() -> dict[int, tuple[bytes, int]]:
