@@ -40,8 +40,8 @@ A few calls are admitted only with some arguments (seccomp sees the registers, n
   harness) and 0 (the caller's process group) are refused with EPERM, other process groups by
   default, so nothing in the job signals pid 1 even where uids alone would let it (a rootless
   sandbox runs both as one uid);
-- ``prlimit64`` only on the caller itself (pid 0: what ``setrlimit``/``getrlimit`` do), never on
-  another process, pid 1 above all;
+- ``prlimit64`` and ``sched_setaffinity`` only on the caller itself (pid 0: what ``setrlimit`` and
+  torch's OpenMP do), never on another process, pid 1 above all;
 - ``setresuid``/``setresgid`` only to the student uids, and ``setgroups`` only to no groups: the one
   change of user the harness makes in each child it starts (the child then drops the capabilities
   that allowed it);
@@ -86,8 +86,8 @@ ALLOWED = {  # system call: what a job was measured making it for (scripts/measu
     "rseq": "(thread start-up, glibc 2.35+)", "futex": "locks and waits between threads",
     "pidfd_open": "the harness waits on each child through a pidfd", "capset": "a child drops its capabilities",
     "sched_getaffinity": "the CPUs it may use (torch's thread pool)",
-    "sched_setaffinity": "(torch's OpenMP pins its thread, within the job's cgroup and CPU set)",
     "getuid": "its own uid (the probe reports it)", "uname": "(platform names: torch, numpy)",
+    # (the probe's own needs, made by no corpus job: getuid above, and statfs, for the /tmp size check)
     # signals: handlers and masks of its own (pid 1 is out of reach: see kill)
     "rt_sigaction": "signal handlers", "rt_sigprocmask": "signal masks", "rt_sigreturn": "returning from a handler",
     "restart_syscall": "(the kernel restarts a sleep a handler interrupted)",
@@ -173,6 +173,7 @@ def _with_arguments(strong: dict, students: tuple[int, int] | None):
         yield pyseccomp.ERRNO(PID_1_REFUSAL), call, [pyseccomp.Arg(0, eq, 1)]
         yield pyseccomp.ERRNO(PID_1_REFUSAL), call, [pyseccomp.Arg(0, eq, 0)]
     yield allow, "prlimit64", [pyseccomp.Arg(0, eq, 0)]
+    yield allow, "sched_setaffinity", [pyseccomp.Arg(0, eq, 0)]  # (torch's OpenMP pins its own thread, never another)
     for command in FCNTL:
         yield allow, "fcntl", [pyseccomp.Arg(1, eq, command)]
     for request in IOCTL:

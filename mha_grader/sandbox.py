@@ -87,7 +87,8 @@ class Report:
 @dataclass(frozen=True)
 class Hardening:
     """Each protection of the sandbox, on. Only the probe's mutation test turns one off, to show that
-    the probe notices (tests/test_sandbox.py); grading always runs with all of them."""
+    the probe notices (tests/test_sandbox.py), and scripts/measure_syscalls.py the allowlist's default
+    (its trace mode); grading always runs with all of them."""
     readonly_root: bool = True
     readonly_job: bool = True
     file_size_limit: bool = True
