@@ -27,9 +27,10 @@ Two processes, and only one of them ever runs student code:
   child (forked)          closes the channel (a socket: it cannot be opened again through /proc),
                           becomes the student (as_student.py: the student's uid, no capabilities),
                           seeds Python's, NumPy's and torch's generators from the job (the same
-                          numbers at every grading of a submission), runs the cells once, then calls the cases of one test after another,
-                          as the notebook's kernel runs its tests, on views of the shared memory,
-                          and sends each outcome back on a pipe of its own
+                          numbers at every grading of a submission), runs the cells once, then
+                          calls the cases of one test after another, as the notebook's kernel
+                          runs its tests, on views of the shared memory, and sends each outcome
+                          back on a pipe of its own
 
 The child's frames are data: a value the function returned, or the error it raised (an error whose
 description raises is sent as one without words). Whether the call changed its arguments in place

@@ -56,7 +56,8 @@ def read(path: str) -> str:
 
 
 def status(pid: str = "self") -> dict[str, str]:
-    return {key: value.strip() for key, _, value in (line.partition(":") for line in read(f"/proc/{pid}/status").splitlines())}
+    lines = read(f"/proc/{pid}/status").splitlines()
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
 
 
 def user_and_processes() -> None:

@@ -625,7 +625,8 @@ def _outside_checks(reports: list, job: dict, limits: Limits) -> list[str]:
         problems.append(_problem("a distinct uid per concurrent job", f"both ran as uid {uids[0]}",
                                  FIXES["distinct uids"]))
     if os.geteuid() == 0 and (strangers := holders_of_sandbox_uids()):
-        problems.append(_problem("no other process holds a sandbox uid", "; ".join(strangers[:5]), FIXES["sandbox uids"]))
+        problems.append(_problem("no other process holds a sandbox uid", "; ".join(strangers[:5]),
+                                 FIXES["sandbox uids"]))
     return problems
 
 

@@ -456,8 +456,8 @@ def test_a_job_does_not_see_the_graders_session_keyring(grader_session_key):
     assert all(line.split()[5] != "0" for line in keys.splitlines()), keys  # nothing of root's in view
 
 
-REFUSED = ("keyctl", "add_key", "io_uring_setup", "userfaultfd", "bpf", "perf_event_open", "ptrace", "process_vm_writev",
-           "pidfd_getfd", "unshare", "setns", "clone3", "mount", "open_tree", "fsopen", "open_by_handle_at",
+REFUSED = ("keyctl", "add_key", "io_uring_setup", "userfaultfd", "bpf", "perf_event_open", "ptrace",
+           "process_vm_writev", "pidfd_getfd", "unshare", "setns", "clone3", "mount", "open_tree", "fsopen", "open_by_handle_at",
            "init_module", "kexec_load", "syslog", "execve", "flock", "inotify_init1", "fanotify_init", "connect")
 UNNAMED = (457, 458, 462, 467, 470, 500, 1000)  # statmount, listmount, mseal, open_tree_attr on x86-64; no call yet
 
@@ -794,7 +794,8 @@ def test_the_fork_server_holds_no_listing_of_the_course(tmp_path):
                     name = {canary.name[::-1]!r}[::-1]  # (never the name itself among its constants)
                     seen = [type(o).__name__ for o in gc.get_objects()
                             if isinstance(o, (set, frozenset, list, tuple, dict)) and name in o]
-                    folders = [str(p) for p in [*sys.path_importer_cache, *sys.path] if not str(p).startswith({inside!r})]
+                    folders = [str(p) for p in [*sys.path_importer_cache, *sys.path]
+                               if not str(p).startswith({inside!r})]
                     return seen, folders, len(sys.path_importer_cache)
             """, torch=torch))
             seen, folders, cached = result(report)
@@ -896,7 +897,8 @@ def fuzz_verdicts(point: str, ending: str) -> tuple[tuple, tuple, tuple]:
     if point == "after the cells' frame":
         return end, done, done
     if point == "after the frame":
-        return done, done, (("timeout", 1.5) if ending == "hangs" else done)  # (t1 answered; a hung child answers no more)
+        hung = ending == "hangs"  # (t1 answered; a hung child answers no more)
+        return done, done, (("timeout", 1.5) if hung else done)
     if ending == "odd exception" and point in ("in the call", "answer made"):
         return done, done, done  # (an error the harness describes without words: the test gets an outcome)
     return done, end, done
