@@ -416,6 +416,19 @@ def test_the_probe_reports_each_weakening_of_the_sandbox(weakening, grader_sessi
     assert all("; to fix: " in p for p in problems), problems
 
 
+def test_the_probe_reports_a_signal_that_lands_on_pid_1_when_both_its_layers_are_off():
+    """Either layer alone keeps pid 1 out of reach (each single weakening above leaves these claims
+    holding); with both off, the student's signals land on pid 1's handlers and its limit can be changed,
+    and the probe says so."""
+    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(),
+                             hardening=sandbox.Hardening(seccomp=False, harness_uid=False))
+    failed = {p.split(": failed")[0]: p for p in problems}
+    assert "no signal from the student's code lands on pid 1" in failed, problems
+    assert "SIGINT" in failed["no signal from the student's code lands on pid 1"]
+    reached = failed["no signal, limit, trace or OOM score of pid 1 within reach"]
+    assert "kill(1, SIGINT)" in reached and "prlimit64(1, RLIMIT_NOFILE) set" in reached, reached
+
+
 def test_the_probe_reports_a_memory_cap_above_the_machines_memory():
     problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(), limits=sandbox.Limits(notebook_s=20, memory=1 << 40))
     assert any(p.startswith("memory cap: failed") for p in problems), problems
