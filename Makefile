@@ -97,8 +97,9 @@ GRADER := $(CURDIR)/$(BIN)/python -m mha_grader --course $(COURSE)
 .PHONY: secret probe
 grade: $(STAMP)
 	@test -f $(COURSE)/gradebook.db || $(MAKE) --no-print-directory release
-	$(GRADER) grade $(ARGS)
-	cd $(COURSE) && $(NBGRADER) export
+	@# exit status 1: some notebook could not be graded (each named); what was graded is exported all the same
+	$(GRADER) grade $(ARGS); status=$$?; if [ $$status -le 1 ]; then cd $(COURSE) && $(NBGRADER) export || exit; fi; \
+	exit $$status
 
 ## secret: create the course secret the hidden test inputs are drawn from (once; kept outside the repository)
 secret: $(STAMP)

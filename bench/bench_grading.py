@@ -113,11 +113,11 @@ def hardening_costs(jobs: int) -> dict[str, float]:
 
 
 def syscall_cost(calls: int = 200_000, runs: int = 7) -> float:
-    """Seconds one system call (getppid) costs more under the filter: the fastest of ``runs`` timings
-    inside a sandbox with it, less the fastest without it, per call."""
+    """Seconds one system call (getpid, which the allowlist admits) costs more under the filter: the fastest
+    of ``runs`` timings inside a sandbox with it, less the fastest without it, per call."""
     timing = {"torch": False, "cells": [{"label": "c", "source": (
         "import os, time\ndef f():\n    start = time.perf_counter()\n"
-        f"    for _ in range({calls}):\n        os.getppid()\n    return time.perf_counter() - start\n")}],
+        f"    for _ in range({calls}):\n        os.getpid()\n    return time.perf_counter() - start\n")}],
         "tests": [{"id": "t", "cases": [{"function": "f", "names": [], "specs": []}]}]}
 
     def seconds(hardening) -> float:

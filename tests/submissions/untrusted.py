@@ -61,8 +61,9 @@ def zeroes_the_weights_and_lies(course):
 
 def kills_the_harness(course):
     """merge_heads sends SIGKILL to the process that holds the report channel (its parent): that is pid 1
-    of the job's namespace, which the kernel does not let its own processes signal, so the harness lives
-    on and the (right) answer is graded on its values."""
+    of the job's namespace, under a uid of its own, and the filter refuses the student's code even its
+    parent's pid (getppid) and any signal to pid 1: the call raises (0 for merge_heads), the harness
+    lives on and grades the rest of the class's notebooks as before."""
     code = ("def merge_heads(x):\n    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n"
             "    b, h, t, d = x.shape\n    return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)\n")
     return _answer(course, M, "merge_heads", code)
@@ -192,7 +193,7 @@ UNTRUSTED = [
     Hostile("u01_forged_records", forged_records, {P: 1}, {P: "in place"}),
     Hostile("u02_lies_about_its_arguments", lies_about_its_arguments, {P: 1}, {P: "in place"}),
     Hostile("u03_zeroes_the_weights_and_lies", zeroes_the_weights_and_lies, {A: 0}, {A: "in place"}),
-    Hostile("u04_kills_the_harness", kills_the_harness, {M: 2}),
+    Hostile("u04_kills_the_harness", kills_the_harness, {M: 0}, {M: "raised OSError"}),
     Hostile("u05_reads_the_harness_memory", reads_the_harness_memory, {S: 2}),
     Hostile("u06_malformed_cells_record", malformed_cells_record, {M: 0}, {M: "Could not be graded"}),
     Hostile("u07_malformed_outcome", malformed_outcome, {O: 0}, {O: "Could not be graded"}),
