@@ -152,8 +152,10 @@ def summary(course, results: list, failed: list, notes: list[str], out=None) -> 
     possible = sum(g.points for _, g in tests)
     report_path = class_report.write(course.root / "class_report.html", course.assignment,
                                      [r["total"] for r in rows], possible, test_rows, mistake_rows)
+    ungraded = [name for name, _ in course.ungraded()] + [f"{job['student']}/{job['notebook']}" for job, result
+                                                          in results if result.get("status") == "unreadable"]
     lines = screen([r["total"] for r in rows], possible, mistake_rows, results, failed, notes,
-                   report_path.relative_to(course.root))
+                   report_path.relative_to(course.root), ungraded)
     print("\n".join(lines), file=out or sys.stdout)
 
 
@@ -167,8 +169,9 @@ def _write(path, fields: list[str], rows: list[dict]) -> None:
 
 
 def screen(totals: list[float], possible: float, mistake_rows: list[dict], results: list, failed: list,
-           notes: list[str], report_path) -> list[str]:
-    """The summary as lines of at most WIDTH characters (24 lines at most with TOP = 5)."""
+           notes: list[str], report_path, ungraded: list[str] = ()) -> list[str]:
+    """The summary as lines of at most WIDTH characters (24 lines at most with TOP = 5). ``ungraded``: the
+    folders of submitted/ and this run's notebooks that could not be read (each named, why in notes.csv)."""
     lines = [""]
     if totals:
         ordered = sorted(totals)
@@ -187,6 +190,9 @@ def screen(totals: list[float], possible: float, mistake_rows: list[dict], resul
         lines.append(head + for_terminal(job.get("error") or "no reason given", max(20, WIDTH - len(head))))
     if len(failed) > TOP:
         lines.append(f"  ... and {len(failed) - TOP} more (the next run tries them again)")
+    if ungraded:
+        names = ", ".join(for_terminal(n, 40) for n in ungraded[:TOP]) + (", ..." if len(ungraded) > TOP else "")
+        lines.append(_fit(f"Not graded ({len(ungraded)}; why: notes.csv): {names}"))
     if notes:
         lines.append(_fit(f"{len(notes)} note(s) in notes.csv, the first: {for_terminal(notes[0], 300)}"))
     lines.append(_fit(f"More: {report_path}; grades_by_student.csv, mistakes.csv, tests.csv, notes.csv"))
