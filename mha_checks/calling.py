@@ -19,12 +19,14 @@ whether the code may run at all is decided before, from its source (:mod:`mha_ch
 """
 import base64
 import functools
+import itertools
 import sys
 import traceback
 
 import numpy as np
 
 MAX_ELEMENTS = 1_000_000  # a result larger than this is not carried back
+MAX_VALUES = 20_000       # numbers, strings, arrays and lists in one result (the largest answer has ~1,200)
 DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 NOT_A_MODULE = ("mha holds the weights of a torch.nn.MultiheadAttention, nothing more: calling the module (its "
                 "forward) would be a ready-made answer, so here it computes nothing. Compute the attention "
@@ -114,6 +116,23 @@ def _bfloat16_as_float16(tensor) -> np.ndarray:
     a = tensor.detach().cpu().float().numpy()
     finite = np.abs(a[np.isfinite(a)])
     return a.astype(np.float16) if finite.max(initial=0.0) < 65504 else a
+
+
+def at_most(value, cap: int = MAX_VALUES) -> bool:
+    """Whether plain data ``value`` holds at most ``cap`` values (counted without recursion, looking at no
+    more than cap + 1 of them: linear in the cap, whatever ``value`` holds)."""
+    todo, count = [value], 0
+    while todo:
+        item = todo.pop()
+        count += 1
+        if count > cap:
+            return False
+        if isinstance(item, list | dict):
+            todo += itertools.islice(item.values() if isinstance(item, dict) else item, cap + 1)
+    return True
+
+
+TOO_MANY_VALUES = {"$other": f"a value of more than {MAX_VALUES} numbers, arrays and lists"}
 
 
 def decode(value):

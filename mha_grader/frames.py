@@ -12,7 +12,6 @@ here, at the boundary: the sinks escape what they print (report.py, feedback.py)
 downstream sees an unbounded string.
 """
 import base64
-import itertools
 import math
 import re
 
@@ -21,7 +20,7 @@ from mha_checks import calling
 STATUSES = {"done", "timeout", "signal", "exit", "budget", "cells", "large"}
 CAPS = {"label": 100, "type": 100, "message": 500, "name": 100, "value": 200, "detail": 100}
 MAX_DEPTH, MAX_ITEMS, MAX_DIMS = 6, 64, 8
-MAX_VALUES = 20_000  # numbers, strings, arrays and lists in one returned value (the largest answer has ~1,200)
+MAX_VALUES = calling.MAX_VALUES  # values in one returned value: past it, read as that fact (calling.at_most)
 MAX_CELL_FAILURES = 1000
 UNSAFE = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f]")  # lone surrogates, control characters
 
@@ -86,8 +85,7 @@ def outcome(value, names: list[str]) -> dict:
         raise Invalid("a call's list of arguments changed in place names arguments the call does not have")
     out["mutated"] = list(dict.fromkeys(mutated))
     if "result" in value:
-        out["result"] = result(value["result"]) if _at_most(value["result"], MAX_VALUES) else \
-            {"$other": f"a value of more than {MAX_VALUES} numbers, arrays and lists"}
+        out["result"] = result(value["result"]) if calling.at_most(value["result"]) else dict(calling.TOO_MANY_VALUES)
     if "error" in value:
         out["error"] = _failure(value["error"], None)
     if "missing" in value:
@@ -154,19 +152,6 @@ def array(spec) -> dict:
     except ValueError:
         raise Invalid("an array record's data is not base64") from None
     return {"dtype": dtype, "shape": list(shape), "data": data}
-
-
-def _at_most(value, cap: int) -> bool:
-    """Whether ``value`` holds at most ``cap`` JSON values (counted without recursion; at most cap + 1 looked at)."""
-    todo, count = [value], 0
-    while todo:
-        item = todo.pop()
-        count += 1
-        if count > cap:
-            return False
-        if isinstance(item, list | dict):
-            todo += itertools.islice(item.values() if isinstance(item, dict) else item, cap + 1)
-    return True
 
 
 def _int(value) -> bool:

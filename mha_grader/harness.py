@@ -271,8 +271,10 @@ def observed(outcome, changed: set[str], names: list[str]) -> dict:
     function receives cannot be changed in place (calling.build_argument), and an attempt to is its error."""
     if not isinstance(outcome, dict):
         outcome = {}
-    return {**{k: v for k, v in outcome.items() if k in ("result", "error", "missing")},
-            "mutated": [n for n in names if n in changed]}
+    kept = {k: v for k, v in outcome.items() if k in ("result", "error", "missing")}
+    if "result" in kept and not calling.at_most(kept["result"]):  # (the grader reads no more: its work stays small)
+        kept["result"] = calling.TOO_MANY_VALUES
+    return {**kept, "mutated": [n for n in names if n in changed]}
 
 
 def kill_the_rest(keep: int | None = None) -> None:
