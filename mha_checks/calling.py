@@ -291,9 +291,10 @@ def argument_array(array: np.ndarray, name: str) -> ArgumentArray:
     return argument
 
 
-TENSOR_CHANGES = {"as_strided_", "detach_", "requires_grad_", "resize_", "resize_as_", "resize_as_sparse_", "set_",
+TENSOR_CHANGES = ("as_strided_", "detach_", "requires_grad_", "resize_", "resize_as_", "resize_as_sparse_", "set_",
                   "share_memory_", "sparse_resize_", "sparse_resize_and_clear_", "squeeze_", "swapaxes_", "swapdims_",
-                  "t_", "transpose_", "unsqueeze_", "rename_", "__setstate__", "__set__"}  # (__set__: any setter)
+                  "t_", "transpose_", "unsqueeze_", "rename_", "__setstate__")  # a tensor's in-place changes but its elements'
+TENSOR_SETTERS = ("data", "grad", "requires_grad", "names")
 
 
 @functools.cache
@@ -301,16 +302,27 @@ def argument_tensor_class():
     """ArgumentTensor (made on first use: this module imports torch only when a case needs it)."""
     import torch
 
+    def refused(what: str):
+        def change(self, *args, **kwargs):
+            _changed(self._argument, f".{what}()")
+        return change
+
     class ArgumentTensor(torch.Tensor):
         """A tensor argument whose shape, strides, storage and attributes cannot be changed in place (its
         elements are the caller's memory: writing them is seen there). Whatever is computed from it, views
         included, is an ordinary tensor."""
         _argument = "argument"
+        locals().update({what: refused(what) for what in TENSOR_CHANGES})
+
+        def __setattr__(self, attribute, value):
+            if attribute in TENSOR_SETTERS:
+                _changed(self._argument, f"setting its .{attribute}")
+            super().__setattr__(attribute, value)
 
         @classmethod
         def __torch_function__(cls, func, types, args=(), kwargs=None):
-            what = getattr(func, "__name__", "")
-            if what in TENSOR_CHANGES and args and isinstance(args[0], ArgumentTensor):
+            what = getattr(func, "__name__", "")  # (the in-place changes called as torch.Tensor.<name>(x, ...))
+            if (what in TENSOR_CHANGES or what == "__set__") and args and isinstance(args[0], ArgumentTensor):
                 setter = getattr(getattr(func, "__self__", None), "__name__", "")
                 _changed(args[0]._argument, f"setting its .{setter}" if what == "__set__" else f".{what}()")
             with torch._C.DisableTorchFunctionSubclass():

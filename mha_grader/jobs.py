@@ -124,8 +124,8 @@ class Maker:
         if record["path"]:
             read = notebooks.read_file(record["path"])
             return read, Path(record["path"]), None, read.at_ns
-        if "candidates" not in record:
-            return notebooks.Read(None, None, "was not handed in"), None, None, time.time_ns()
+        if "candidates" not in record:  # (nor any other .ipynb file: no candidate was looked at)
+            return notebooks.Read(None, None, "was not handed in"), None, [], time.time_ns()
         student = record["student"]
         with self.lock:  # the first of the student's jobs made reads the candidates, for all of them
             found = self.renamed.get(student)

@@ -151,7 +151,10 @@ def read_file(path: Path | str) -> Read:
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode):  # replaced by a fifo or a device between lstat and open
             return Read(None, _status(opened), "is not a regular file (a link or a folder), so it is not read", at)
-        raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
+        try:
+            raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
+        except OSError as err:
+            return Read(None, _status(opened), f"cannot be read ({err.strerror})", at)
     if len(raw) > MAX_NOTEBOOK_BYTES:
         return Read(None, _status(opened), f"grew past the {MAX_NOTEBOOK_BYTES} bytes a notebook may have "
                                            "while it was read", at)

@@ -1,11 +1,13 @@
-"""Reading submissions on the trusted side: once per run, bounded, and named when refused.
+"""The trusted side of grading: each notebook read once per run, every argument compared outside, bounded work.
 
 Through the grading command (the local threads and Dask): a file swapped between planning and reading
 is graded as read, on inputs drawn from those bytes, and stamped with their key; two submissions of one
 student never share a draw; a refused file is stamped as refused and keeps no earlier grade; a notebook
 handed in again while a run grades it is graded by the next run; a linked assignment folder is named;
 deep JSON stops nothing under Dask. Beneath that: planning opens no notebook, each file is read once,
-JSON nesting is counted before decoding, and an answer frame at the schema's limits is read as that fact.
+JSON nesting is counted before decoding, an answer frame at the schema's limits is read as that fact, and
+what a graded function receives is either memory compared after the call or cannot be changed in place
+(tests/submissions/untrusted.py tries it in the sandbox: u16-u18).
 
 The grading commands here run with --unsafe-no-sandbox: what they test happens outside the sandbox (the
 sandbox's own tests are tests/test_sandbox.py), and the student code they run is this file's.
@@ -20,7 +22,9 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
+from mha_checks import calling, hidden, judge
 from mha_checks.hidden import hidden_cases
 from mha_grader import frames, jobs, notebooks, secret
 from mha_grader.course import Course
@@ -257,3 +261,64 @@ def test_an_answer_at_the_frame_schemas_limits_is_read_as_that_fact():
     assert outcome["result"] == {"$other": f"a value of more than {frames.MAX_VALUES} numbers, arrays and lists"}
     fine = [[[0.25] * 10] * 12] * 10  # 1,200 numbers: an answer's size
     assert frames.outcome({"result": fine}, ["x"])["result"] == fine
+
+
+# --- every argument outside ------------------------------------------------------------------
+
+CHANGES = {  # an attempt to change in place what a function receives, by kind of argument
+    "list .clear()": ("test_fuse_heads", lambda w_heads, b_heads=None: w_heads.clear()),
+    "list [i] =": ("test_fuse_heads", lambda w_heads, b_heads=None: w_heads.__setitem__(0, 0)),
+    "list +=": ("test_fuse_heads", lambda w_heads, b_heads=None: w_heads.__iadd__([1])),
+    "list .sort()": ("test_fuse_heads", lambda w_heads, b_heads=None: w_heads.sort(key=id)),
+    "an item's .shape": ("test_fuse_heads", lambda w_heads, b_heads=None: setattr(w_heads[0], "shape", (1, -1))),
+    "array .shape": ("test_split_heads_values", lambda x, h: setattr(x, "shape", (1, *x.shape))),
+    "array .dtype": ("test_split_heads_values", lambda x, h: setattr(x, "dtype", np.int64)),
+    "array .strides": ("test_split_heads_values", lambda x, h: setattr(x, "strides", x.strides)),
+    "array .resize()": ("test_split_heads_values", lambda x, h: x.resize(x.shape, refcheck=False)),
+    "mha attribute": ("test_mha_cross", lambda q, k, v, mha, causal=False: setattr(mha, "num_heads", 1)),
+    "mha.out_proj attribute": ("test_mha_cross", lambda q, k, v, mha, causal=False:
+                               setattr(mha.out_proj, "weight", torch.zeros(1))),
+    "tensor .data =": ("test_mha_cross", lambda q, k, v, mha, causal=False:
+                       setattr(mha.in_proj_weight, "data", torch.zeros(1))),
+    "tensor .unsqueeze_()": ("test_mha_cross", lambda q, k, v, mha, causal=False: q.unsqueeze_(0)),
+    "tensor .set_()": ("test_mha_cross", lambda q, k, v, mha, causal=False: q.set_(torch.zeros(3))),
+    "elements written": ("test_split_heads_values", lambda x, h: x.__setitem__((0, 0, 0), 7.0)),
+    "weights written": ("test_mha_cross", lambda q, k, v, mha, causal=False: mha.out_proj.bias.data.add_(1.0)),
+}
+
+
+@pytest.mark.parametrize("how", CHANGES)
+def test_a_change_in_place_is_seen_whatever_the_argument(how):
+    """Each kind of argument: the change is refused (the function's error, named as a change in place) or
+    seen in the memory compared after the call; the same verdict in the visible tests' path as outside."""
+    grade_id, fn = CHANGES[how]
+    case = hidden.hidden_cases(grade_id, np.random.default_rng(0))[0]
+    verdict = judge.judge(case, calling.call(fn, list(case.names), case.specs()))
+    assert not verdict.passed and verdict.mistake.endswith(("changes its arguments in place",
+                                                            "changes mha's parameters in place")), verdict
+
+
+def test_reading_an_argument_works_as_on_the_callers_objects():
+    """What honest code does with its arguments: a list copied, sliced, added to; views reshaped; results
+    computed are ordinary arrays and tensors (a sum is a number)."""
+    def fuse(w_heads, b_heads=None):
+        heads = w_heads.copy() + w_heads[:0] + [] 
+        heads.append(w_heads[-1])
+        assert len(heads) == len(w_heads) + 1 and w_heads.index(w_heads[0]) == 0 and w_heads == list(w_heads)
+        view = w_heads[0].T
+        view.shape = view.shape  # a view is the function's own
+        total = w_heads[0].sum()
+        assert type(total) is np.float64 and type(w_heads[0] * 2) is np.ndarray
+        return np.concatenate(list(w_heads), axis=1), None if b_heads is None else np.concatenate(b_heads)
+    case = hidden.hidden_cases("test_fuse_heads", np.random.default_rng(0))[0]
+    outcome = calling.call(fuse, list(case.names), case.specs())
+    assert "error" not in outcome and outcome["mutated"] == [] and judge.judge(case, outcome).passed, outcome
+
+    def mha_reads(q, k, v, mha, causal=False):
+        w_q = mha.in_proj_weight.chunk(3)[0]
+        assert type(w_q) is torch.Tensor and type(q.transpose(0, 1)) is torch.Tensor and mha.head_dim > 0
+        assert repr(q).startswith("tensor(")
+        return q
+    case = hidden.hidden_cases("test_mha_cross", np.random.default_rng(0))[0]
+    outcome = calling.call(mha_reads, list(case.names), case.specs())
+    assert "error" not in outcome and outcome["mutated"] == [], outcome
