@@ -10,9 +10,10 @@ Steps (each bounded by construction, linear in what it reads; the caps are the m
   brackets nested MAX_JSON_DEPTH deep; MAX_CELLS code cells of MAX_AST_NODES syntax nodes in all;
 * read back (sandbox._collect's JSON lines, frames.events, the judge, the feedback page) a job whose
   every case answers at a limit: a list of MAX_VALUES values; the largest array one line may carry; a
-  value of 1.57 M numbers (past MAX_VALUES, as one harness frame may carry); a tuple of 64 arrays;
-  the right shape with wrong values (the judge's diagnosis runs). The report is cut at MAX_REPORT bytes,
-  as the sandbox cuts it.
+  value of 1.57 M numbers (past MAX_VALUES: the harness forwards it as one short record, so this row is
+  what the grader would spend if such lines reached it anyway, up to MAX_REPORT bytes); a tuple of 64
+  arrays; the right shape with wrong values (the judge's diagnosis runs). The report is cut at
+  MAX_REPORT bytes, as the sandbox cuts it.
 
 Not measured here: which cells run (the admission engineer's selection) and the ready-made rule
 (bench_grading.py measures it). Times are this machine's, under whatever load it has: a table, not a test.

@@ -180,8 +180,9 @@ def _args(**kw):
 
 
 def test_planning_opens_no_notebook_and_each_file_is_read_once(course, monkeypatch):
-    """Plan a student with a named notebook and two renamed ones: no file is opened while planning; making
-    their jobs reads each file once, the renamed ones (looked for by two jobs) included."""
+    """Plan a student with a named notebook, a renamed one and another file: no file is opened while
+    planning; making their jobs reads each file once (the other .ipynb files are looked at by four jobs).
+    Stamped, they are not planned again while their files keep their status."""
     named, renamed = kit.filled(course, "01_project"), kit.filled(course, "03_merge_heads")
     kit.submit(course, "once", {"01_project": named, "mine": renamed, "notes": {"cells": []}})
     opened = []
@@ -200,6 +201,12 @@ def test_planning_opens_no_notebook_and_each_file_is_read_once(course, monkeypat
     assert made["03_merge_heads"]["raw"] == (course / "submitted/once/mha/mine.ipynb").read_bytes()
     assert made["02_split_heads"]["raw"] is None and made["02_split_heads"]["reason"] == "was not handed in"
     assert not make.renamed  # nothing kept once the student's jobs are made
+    the_course.stamp("once", {r["notebook"]: {**r["stamp"], "read_ns": r["stamp"]["read_ns"] + 10 * jobs.RACY_NS}
+                              for r in records})  # (as if read long after the files were written)
+    assert jobs.plan(the_course, KEY, _args(student=["once"]))[0] == []
+    (course / "submitted/once/mha/notes.ipynb").write_text('{"cells": [], "metadata": {}}')
+    assert {r["notebook"] for r in jobs.plan(the_course, KEY, _args(student=["once"]))[0]} == \
+        set(kit.NOTEBOOKS) - {"01_project"}  # another candidate: the missing ones are looked for again
 
 
 def test_a_job_whose_bytes_were_graded_comes_back_unchanged(course):
