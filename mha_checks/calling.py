@@ -14,8 +14,10 @@ transposed view: an argument that is a view reaches the student's function as on
 weights of a ``torch.nn.MultiheadAttention``, handed to the student as :class:`MhaStandIn`),
 ``{"$other": type}``.
 
-Nothing here decides a grade or guards anything: what a call returns is judged outside, and
-whether the code may run at all is decided before, from its source (:mod:`mha_checks.admission`).
+Nothing here decides a grade or guards anything: what a call returns is judged outside, whether
+it changed its arguments is seen by its caller (the arguments are memory the caller compares, or
+cannot be changed: see "The arguments of a case" below), and whether the code may run at all is
+decided before, from its source (:mod:`mha_checks.admission`).
 """
 import base64
 import functools

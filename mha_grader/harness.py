@@ -55,7 +55,6 @@ OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
     JOB = json.load(_fh)
 MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader reads 8 MB per line)
-ALIGN = 64
 FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's schema allows far less)
 KILL_ROUNDS = 8               # finding and killing what a test left running, at most this many times
 PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_CHILD_SUBREAPER = 4, 15, 36
