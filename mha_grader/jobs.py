@@ -34,6 +34,7 @@ from mha_checks.hidden import hidden_cases
 from . import notebooks, secret as course_secret
 from .course import shown
 
+NOT_GRADED = ("unreadable", "ungradable")  # results that say why a notebook was not graded (judging.py)
 RACY_NS = 2_000_000_000  # a status changed less than this before its read is not trusted at the next planning
 
 
@@ -172,7 +173,7 @@ def notes_after(course, results: list, failed: list) -> list[str]:
     notes = [n for job, _ in results for n in job.get("notes", ())] + [n for job in failed for n in job.get("notes", ())]
     for job, result in results:
         where = f"{job['student']}/{job['notebook']}"
-        if result.get("status") == "unreadable":
+        if result.get("status") in NOT_GRADED:
             notes.append(f"{where}: not graded: " + "; ".join(result.get("notes", []))[:300])
         named = job["path"] or course.folder("submitted", job["student"]) / f"{job['notebook']}.ipynb"
         if "stamp" in job and notebooks.status(named) != job["stamp"]["status"]:
