@@ -35,15 +35,16 @@ Two processes, and only one of them ever runs student code:
 The child's frames are data: a value the function returned, or the error it raised (an error whose
 description raises is sent as one without words). Whether the call changed its arguments in place
 is observed here, by comparing the shared memory with the private copy after the child answers: the
-child cannot hide a change it made (its own claim of a change is kept too, since it can only cost it
-points). Every way the child can end is a state of this process with a verdict for one test (the
-Child class lists them): an exit of any status (0 included) or a signal before the answer awaited,
-a hang, an answer too large; each costs the test it happened in, every other process of the
-student's is then killed, and the next test gets a new child, which runs the cells again. A child
-an earlier test left running that ends before answering anything of the current test is replaced
-and the test run again, once, in a new child (the end belongs to the tests before, which have
-their answers). Nothing here decides a grade: the judge, outside, validates every record and
-compares with the reference.
+child cannot hide a change it made. Nothing else a function receives can be changed in place (a list
+argument, mha, an array's shape: see calling.build_argument; an attempt raises in the child, and
+costs the test), so nothing the child says about its arguments is read. Every way the child can end
+is a state of this process with a verdict for one test (the Child class lists them): an exit of any
+status (0 included) or a signal before the answer awaited, a hang, an answer too large; each costs
+the test it happened in, every other process of the student's is then killed, and the next test gets
+a new child, which runs the cells again. A child an earlier test left running that ends before
+answering anything of the current test is replaced and the test run again, once, in a new child (the
+end belongs to the tests before, which have their answers). Nothing here decides a grade: the judge,
+outside, validates every record and compares with the reference.
 """
 import ctypes
 import json
@@ -66,7 +67,6 @@ OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
     JOB = json.load(_fh)
 MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader reads 8 MB per line)
-ALIGN = 64
 FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's schema allows far less)
 KILL_ROUNDS = 8               # finding and killing what a test left running, at most this many times
 PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_CHILD_SUBREAPER = 4, 15, 36
@@ -107,46 +107,15 @@ class Channel:
 
 # --- the harness's side: inputs laid out in shared memory, watched ----------------------------
 
-class Shared:
-    """A case's arrays in memory shared with the child; the harness keeps its own copy of each."""
-
-    def __init__(self, size: int):
-        self.memory = mmap.mmap(-1, max(size, ALIGN))  # MAP_SHARED | MAP_ANONYMOUS, inherited by the child
-        self.placed: list[tuple[str, int, bytes]] = []  # (argument name, offset, the bytes put there)
-        self.end = 0
-
-    def lay_out(self, names: list[str], specs: list) -> list:
-        """``specs`` with every array's data replaced by its place in the shared memory."""
-        self.placed, self.end = [], 0
-        return [self._place(name, spec) for name, spec in zip(names, specs)]
-
-    def _place(self, name: str, spec):
-        if isinstance(spec, list):
-            return [self._place(name, s) for s in spec]
-        if not isinstance(spec, dict):
-            return spec
-        if "$array" in spec:
-            order = spec["$array"].get("order")  # a view: its memory laid out in the stored order
-            array = calling.decode_array(spec["$array"])
-            stored = array if order is None else array.transpose([int(i) for i in order])
-            data = np.ascontiguousarray(stored).tobytes()
-            if self.end + len(data) > len(self.memory):
-                raise ValueError(f"a case's arrays exceed the shared memory ({len(self.memory)} bytes)")
-            self.memory[self.end:self.end + len(data)] = data
-            self.placed.append((name, self.end, data))
-            placed = {"dtype": array.dtype.name, "shape": list(stored.shape), "offset": self.end, "order": order}
-            self.end += -(-len(data) // ALIGN) * ALIGN
-            return {"$array": placed}
-        return {k: self._place(name, v) for k, v in spec.items()}  # $tensor, $mha and its weights
-
-    def changed(self) -> set[str]:
-        """The arguments whose memory no longer holds what was put there."""
-        return {name for name, offset, data in self.placed if self.memory[offset:offset + len(data)] != data}
+def shared_memory(size: int) -> calling.Layout:
+    """The cases' arrays in memory shared with the child (MAP_SHARED | MAP_ANONYMOUS, inherited by it); the
+    harness keeps its own copy of what it put there and compares after each call (calling.Layout)."""
+    return calling.Layout(mmap.mmap(-1, max(size, calling.ALIGN)))
 
 
 # --- the child's side: student code, and nothing that reaches the grader but its pipe ---------
 
-def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
+def child(shared: calling.Layout, requests: int, answers: int, tests: int) -> None:
     """In the forked child: drop the channel, become the student, limits, quiet output, seeded random
     generators, the cells, then each case it is sent (of the ``tests`` tests it may run)."""
     os.close(OUT)
@@ -158,14 +127,6 @@ def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
     cpu = int(JOB["limits"]["test_cpu_s"]) * tests  # (each test's time and the job's one core bound it first)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     seed_generators(JOB.get("seed", 0))
-    memory = shared.memory
-
-    def view(spec: dict) -> np.ndarray:
-        dtype = np.dtype(spec["dtype"])
-        count = int(np.prod(spec["shape"]))
-        stored = np.frombuffer(memory, dtype, count, spec["offset"]).reshape(spec["shape"])
-        return stored if spec.get("order") is None else stored.transpose(np.argsort(spec["order"]))
-
     namespace, failures = run_cells(JOB["cells"])
     send(answers, {"cells": failures, "seq": 0})
     incoming = os.fdopen(requests, "rb")
@@ -176,10 +137,10 @@ def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
             outcome = {"missing": case["function"]}
         else:
             try:
-                outcome = calling.call(fn, case["names"], case["specs"], view)
+                outcome = calling.invoke(fn, case["names"], case["specs"], shared.view)
             except BaseException:  # noqa: BLE001 - describing the student's error raised (its __str__, say)
-                outcome = {"error": UNDESCRIBED, "mutated": []}
-        send(answers, {**outcome, "seq": case["seq"]}, instead={"error": UNSENDABLE, "mutated": [], "seq": case["seq"]})
+                outcome = {"error": UNDESCRIBED}
+        send(answers, {**outcome, "seq": case["seq"]}, instead={"error": UNSENDABLE, "seq": case["seq"]})
 
 
 UNDESCRIBED = {"type": "an exception", "message": "(it cannot be shown: turning it into text raised another error)",
@@ -251,7 +212,7 @@ class Child:
     itself only before it answered. A child that ends after its last answer of a test costs nothing: the
     next test gets a new one (see :meth:`gone`)."""
 
-    def __init__(self, shared: Shared, tests: int, seconds: float):
+    def __init__(self, shared: calling.Layout, tests: int, seconds: float):
         to_child, self.requests = os.pipe()
         self.answers, from_child = os.pipe()
         self.deadline = time.monotonic() + seconds  # (the caller sets it again for each test)
@@ -362,7 +323,7 @@ class Child:
         os.close(self.pidfd)
 
 
-def run_test(index: int, test: dict, shared: Shared, channel: Channel, job: Child, seconds: float) \
+def run_test(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child, seconds: float) \
         -> tuple[str, object]:
     """Each case of the test: ask, lay out, call in the child, observe. (status, detail); "done": the
     child may run the next test."""
@@ -396,14 +357,15 @@ def parse_frame(line: bytes):
 
 
 def observed(outcome, changed: set[str], names: list[str]) -> dict:
-    """The child's outcome, with what the harness saw change in place (the child's own claim of a
-    change is kept: it can only cost it points; its claim of no change is never taken)."""
+    """The child's outcome (its result or its error: data, judged outside), with the arguments this process
+    saw change in its shared memory. Whatever the child says of its arguments is not read: everything else a
+    function receives cannot be changed in place (calling.build_argument), and an attempt to is its error."""
     if not isinstance(outcome, dict):
         outcome = {}
-    claimed = outcome.get("mutated")
-    claimed = {n for n in claimed if n in names} if isinstance(claimed, list) else set()
-    return {**{k: v for k, v in outcome.items() if k in ("result", "error", "missing")},
-            "mutated": [n for n in names if n in changed | claimed]}
+    kept = {k: v for k, v in outcome.items() if k in ("result", "error", "missing")}
+    if "result" in kept and not calling.at_most(kept["result"]):  # (the grader reads no more: its work stays small)
+        kept["result"] = calling.TOO_MANY_VALUES
+    return {**kept, "mutated": [n for n in names if n in changed]}
 
 
 def kill_the_rest(keep: int | None = None) -> None:
@@ -487,7 +449,7 @@ def main() -> None:
     if JOB.get("torch"):
         import torch  # imported once here, inherited by the child
         torch.set_num_threads(1)
-    shared, channel = Shared(int(JOB["shared_bytes"])), Channel()
+    shared, channel = shared_memory(int(JOB["shared_bytes"])), Channel()
     deadline = time.monotonic() + JOB["limits"]["notebook_s"]
     stuck = None  # the cells themselves never finished: every later test would hang the same way
     job = None    # the child the last test left running, if any

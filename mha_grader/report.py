@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from tqdm import tqdm
 
 from . import class_report
+from .jobs import NOT_GRADED
 from .text import for_csv, for_terminal
 
 WIDTH = 80          # the summary's width (it never wraps on an 80-column terminal)
@@ -152,8 +153,12 @@ def summary(course, results: list, failed: list, notes: list[str], out=None) -> 
     possible = sum(g.points for _, g in tests)
     report_path = class_report.write(course.root / "class_report.html", course.assignment,
                                      [r["total"] for r in rows], possible, test_rows, mistake_rows)
+    folders = course.ungraded()
+    ungraded = [name for name, _ in folders] + [f"{job['student']}/{job['notebook']}" for job, result in results
+                                                if result.get("status") in NOT_GRADED]
+    named = {why for _, why in folders} | {n for n in notes if n.split(": not graded: ")[0] in ungraded}
     lines = screen([r["total"] for r in rows], possible, mistake_rows, results, failed, notes,
-                   report_path.relative_to(course.root))
+                   report_path.relative_to(course.root), ungraded, named)
     print("\n".join(lines), file=out or sys.stdout)
 
 
@@ -167,8 +172,10 @@ def _write(path, fields: list[str], rows: list[dict]) -> None:
 
 
 def screen(totals: list[float], possible: float, mistake_rows: list[dict], results: list, failed: list,
-           notes: list[str], report_path) -> list[str]:
-    """The summary as lines of at most WIDTH characters (24 lines at most with TOP = 5)."""
+           notes: list[str], report_path, ungraded: list[str] = (), named: set = frozenset()) -> list[str]:
+    """The summary as lines of at most WIDTH characters (24 lines at most with TOP = 5). ``ungraded``: the
+    folders of submitted/ and this run's notebooks that were not graded (each named once here, why in
+    notes.csv); ``named``: their notes (the first note shown is another one)."""
     lines = [""]
     if totals:
         ordered = sorted(totals)
@@ -187,8 +194,13 @@ def screen(totals: list[float], possible: float, mistake_rows: list[dict], resul
         lines.append(head + for_terminal(job.get("error") or "no reason given", max(20, WIDTH - len(head))))
     if len(failed) > TOP:
         lines.append(f"  ... and {len(failed) - TOP} more (the next run tries them again)")
+    if ungraded:
+        names = ", ".join(for_terminal(n, 40) for n in ungraded[:TOP]) + (", ..." if len(ungraded) > TOP else "")
+        lines.append(_fit(f"Not graded ({len(ungraded)}; why: notes.csv): {names}"))
     if notes:
-        lines.append(_fit(f"{len(notes)} note(s) in notes.csv, the first: {for_terminal(notes[0], 300)}"))
+        first = next((n for n in notes if n not in named), None)
+        lines.append(_fit(f"{len(notes)} note(s) in notes.csv" + (f", the first: {for_terminal(first, 300)}"
+                                                                   if first else "")))
     lines.append(_fit(f"More: {report_path}; grades_by_student.csv, mistakes.csv, tests.csv, notes.csv"))
     return lines
 
