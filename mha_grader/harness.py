@@ -466,7 +466,7 @@ def main() -> None:
     # (a child still running ends with this process: the kernel ends the namespace with its pid 1)
 
 
-def test_in_a_child(index: int, test: dict, shared: Shared, channel: Channel, job: Child | None, seconds: float) \
+def test_in_a_child(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child | None, seconds: float) \
         -> tuple[Child | None, str, object]:
     """Run test ``index`` in ``job`` (the child the last test left running) or in a new one that runs the
     cells first: (the child for the next test, None if it goes; the test's status and detail).
