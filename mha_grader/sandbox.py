@@ -29,7 +29,6 @@ import fcntl
 import functools
 import hashlib
 import json
-import math
 import os
 import select
 import shutil
@@ -44,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+from mha_checks.calling import Layout
 
 HERE = Path(__file__).resolve().parent
 CALLING = HERE.parent / "mha_checks" / "calling.py"
@@ -311,20 +310,8 @@ def _inputs_kept_outside(job: dict):
             last[0] = tuple(ask)
             return json.dumps({"specs": specs[ask[0]][ask[1]]}).encode()
         return b'{"specs": null}'
-    room = max((_array_bytes(s) for cases in specs for s in cases), default=0)
+    room = max((Layout.size(s) for cases in specs for s in cases), default=0)
     return {**job, "tests": tests, "shared_bytes": room}, answer
-
-
-def _array_bytes(spec) -> int:
-    """The bytes a case's arrays take in the harness's shared memory (each 64-byte aligned)."""
-    if isinstance(spec, list):
-        return sum(_array_bytes(s) for s in spec)
-    if not isinstance(spec, dict):
-        return 0
-    if "$array" in spec:
-        a = spec["$array"]
-        return -(-math.prod(a["shape"]) * np.dtype(a["dtype"]).itemsize // 64) * 64
-    return sum(_array_bytes(v) for v in spec.values())
 
 
 def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors, inputs) -> Report:
