@@ -97,7 +97,8 @@ GRADER := $(CURDIR)/$(BIN)/python -m mha_grader --course $(COURSE)
 .PHONY: secret probe
 grade: $(STAMP)
 	@test -f $(COURSE)/gradebook.db || $(MAKE) --no-print-directory release
-	MHA_GRADER_MAKE="$(CURDIR)" MHA_GRADER_MAKE_FROM="$(PWD)" $(GRADER) grade $(ARGS)  # (the resume hint: the make command)
+	@# the grader rebuilds the make command from these when it prints how to resume
+	@MHA_GRADER_MAKE="$(CURDIR)" MHA_GRADER_MAKE_FROM="$(PWD)" $(GRADER) grade $(ARGS)
 	cd $(COURSE) && $(NBGRADER) export
 
 ## secret: create the course secret the hidden test inputs are drawn from (once; kept outside the repository)

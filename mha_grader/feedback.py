@@ -55,8 +55,10 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f4f4f4;padding:.6rem
 .answer{border:1px solid #bbb;border-radius:4px;padding:.2rem .6rem;margin:.6rem 0}
 table{display:block;overflow-x:auto;border-collapse:collapse}td,th{border:1px solid #999;padding:.2rem .4rem}
 code,h1,h2,h3{overflow-wrap:anywhere}
+.formula{display:block;overflow-x:auto;padding:.2rem 0}.formula:focus-visible{outline:2px solid;outline-offset:-2px}
+a{color:#0b57d0}
 @media (prefers-color-scheme: dark){body{background:#121212;color:#e6e6e6}pre{background:#1e1e1e}
-.test{background:#1a1a1a}.note{color:#aaa}}
+.test{background:#1a1a1a}.note{color:#aaa}a{color:#8ab4f8}}
 """
 
 
@@ -145,8 +147,11 @@ def typeset(tex: str, display: bool) -> str:
         body = "".join(_mathml(child) for child in tree)
     except Exception:  # noqa: BLE001 - unreadable TeX, markup, an unknown command: the formula stays TeX
         return f"<code>{html.escape(tex)}</code>"
-    return (f"<math display='{'block' if display else 'inline'}'><semantics><mrow>{body}</mrow>"
-            f"<annotation encoding='application/x-tex'>{html.escape(tex.strip())}</annotation></semantics></math>")
+    mathml = (f"<math display='{'block' if display else 'inline'}'><semantics><mrow>{body}</mrow>"
+              f"<annotation encoding='application/x-tex'>{html.escape(tex.strip())}</annotation></semantics></math>")
+    # a displayed formula wider than a phone scrolls in its own box, which the keyboard reaches (a Tab stop)
+    return f"<span class='formula' tabindex='0' role='group' aria-label='formula'>{mathml}</span>" if display \
+        else mathml
 
 
 def _mathml(node) -> str:

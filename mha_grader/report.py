@@ -45,6 +45,7 @@ TICK_S = 1.0        # the bar is redrawn this often, results or not
 TOP = 5             # mistakes and failures named on the screen
 ETA_AFTER_S = 2.0   # no rate or ETA before this long after the first result
 STALE_AFTER_S = 5.0  # no result for this long (and longer than 3 usual gaps): what runs, not an ETA
+LONG_S = 5.0        # a job running this long is named beside the ETA
 UNWRITTEN = "not written yet"  # the judge's label of a function still raising NotImplementedError
 MISTAKE, LEFT_UNWRITTEN = "mistake", "left unwritten"  # the kinds of rows of mistakes.csv
 
@@ -115,11 +116,17 @@ class Progress:
         print(f"grading: {self.count}/{self.total} notebooks, {self.line(now, None)}", file=sys.stderr, flush=True)
 
     def line(self, now: float, room: int | None = 0) -> str:
-        """The bar's words: rate, elapsed, ETA; while no result comes, the jobs running longest instead of
-        an ETA. ``room``: at most this many characters (0: what the terminal leaves; None: no limit)."""
-        text = self.rate_eta(now)
-        if self.count < self.total and self._stale(now):
-            text = f"{_clock(now - self.start)} elapsed, {self._running_text(now, 3 if room is None else 1)}"
+        """The bar's words: rate, elapsed, ETA, and the job running longest once it has run LONG_S; while no
+        result comes, elapsed and what runs, no ETA. ``room``: at most this many characters (0: what the
+        terminal leaves; None: no limit, and up to 3 jobs named)."""
+        text, most = self.rate_eta(now), 3 if room is None else 1
+        if self.count < self.total:
+            jobs = sorted(self.running(), key=lambda job: job[1])
+            long = bool(jobs) and now - jobs[0][1] >= LONG_S
+            if self._stale(now) or (long and self.total - self.count <= len(jobs)):  # an ETA would say nothing
+                text = f"{_clock(now - self.start)}; " + (self._running_text(now, jobs, most) or "waiting for results")
+            elif long:  # (the rate makes room for the name)
+                text = f"{self.rate_eta(now, rate=False)}; {self._running_text(now, jobs, most)}"
         if room == 0:
             room = self._room()
         return text if room is None or len(text) <= room else text[:max(room - 1, 0)] + "…"
@@ -129,22 +136,23 @@ class Progress:
         gap = (self.latest - self.first[0]) / max(self.count - self.first[1], 1) if self.first else 0.0
         return now - self.latest >= max(STALE_AFTER_S, 3 * gap)
 
-    def _running_text(self, now: float, most: int) -> str:
-        jobs = sorted(self.running(), key=lambda job: job[1])
-        if not jobs:
-            return "waiting for results"
+    def _running_text(self, now: float, jobs: list[tuple[str, float]], most: int) -> str:
+        """"a/02_split_heads running 3:05", or "4 running: b/02_split_heads 3:05, ..." (``jobs``: the oldest
+        first)."""
+        if len(jobs) <= 1:
+            return f"{for_terminal(jobs[0][0], 120)} running {_clock(now - jobs[0][1])}" if jobs else ""
         named = ", ".join(f"{for_terminal(what, 120)} {_clock(now - since)}" for what, since in jobs[:most])
-        return f"{len(jobs)} in progress, longest: {named}" + (", ..." if len(jobs) > most else "")
+        return f"{len(jobs)} running: {named}" + (", ..." if len(jobs) > most else "")
 
     def _room(self) -> int | None:
         """What the terminal leaves the bar's words (None when there is no bar to share the line with)."""
         if self.bar.disable:
             return None
         columns = self.bar.ncols or os.get_terminal_size(sys.stderr.fileno()).columns
-        fixed = len(f"grading 100%|") + 10 + len(f"| {self.total}/{self.total}, ")  # the bar keeps 10 cells
+        fixed = len("grading 100%|") + 5 + len(f"| {self.total}/{self.total}, ")  # the bar keeps 5 cells
         return max(columns - fixed, 10)
 
-    def rate_eta(self, now: float) -> str:
+    def rate_eta(self, now: float, rate: bool = True) -> str:
         """"12.3/s 0:40 ETA 1:02": the rate of the results after the first, once there are a few over a few
         seconds (results may come in bursts: a Dask task grades one student's notebooks together)."""
         elapsed = _clock(now - self.start)
@@ -152,8 +160,8 @@ class Progress:
         done = self.count - n0
         if done < 3 or now - t0 < ETA_AFTER_S:
             return f"{elapsed} elapsed"
-        rate = done / (now - t0)
-        return f"{rate:.1f}/s {elapsed} ETA {_clock((self.total - self.count) / rate)}"
+        per_s = done / (now - t0)
+        return (f"{per_s:.1f}/s " if rate else "") + f"{elapsed} ETA {_clock((self.total - self.count) / per_s)}"
 
     def _show(self, text: str) -> None:
         if not self.bar.disable:
@@ -305,7 +313,7 @@ def screen(totals: list[float], possible: float, mistake_rows: list[dict], resul
         lines.append(f"  ... and {len(failed) - TOP} more (the next run tries them again)")
     if notes:
         lines.append(fit(f"{len(notes)} note(s) in notes.csv, the first: {for_terminal(notes[0], 300)}"))
-    lines.append(fit(f"More: {report_path}; grades_by_student.csv, mistakes.csv, tests.csv, notes.csv"))
+    lines.append(fit(f"More: {report_path}; CSV: grades_by_student, mistakes, tests, notes"))
     return lines
 
 
