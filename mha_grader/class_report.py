@@ -27,14 +27,14 @@ align-items:center;max-width:40rem}
 table{border-collapse:collapse;margin:.5rem 0;max-width:100%}
 th,td{border:1px solid #767676;padding:.2rem .4rem;text-align:left;overflow-wrap:break-word}td.n,th.n{text-align:right}
 .bar{fill:#1f5fa8}
-@media (max-width:30rem){body{padding:1rem .75rem}.chart{grid-template-columns:minmax(0,1fr) max-content}
+@media (max-width:30rem){body{padding:1rem .5rem}th,td{padding:.15rem .25rem}.chart{grid-template-columns:minmax(0,1fr) max-content}
 .name{grid-column:1/-1;text-align:left;margin-top:.2rem}}
 @media (prefers-color-scheme: dark){body{background:#121212;color:#e6e6e6}figcaption{color:#bbb}
 .bar{fill:#7fb2ee}th,td{border-color:#8a8a8a}}
 @media (forced-colors: active){.bar{fill:CanvasText}}
 """
 TABLE_ROWS = 200  # rows of one table on the page (the CSV files have them all)
-RUN = 16          # characters of student text without a break opportunity, at most
+RUN = 10          # characters of student text without a break opportunity, at most
 
 
 def bin_edges(possible: float, bins: int) -> list[tuple[float, float]]:
