@@ -206,10 +206,10 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
               f"write the tables: {resume}", file=sys.stderr)
         return EXIT_NOT_RECORDED
     if results:
-        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording {recorder.seconds:.1f} s.")
+        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s).")
     if results and getattr(args, "timing", False):  # recording is the one serial part of a run: this process must keep up
-        print(f"Per notebook in this process: recording {recorder.cost()}; all its CPU "
-              f"{_own_cpu() / len(results) * 1000:.1f} ms.")
+        print(f"Recording took {recorder.seconds:.1f} s. Per notebook in this process: recording {recorder.cost()}; "
+              f"all its CPU {_own_cpu() / len(results) * 1000:.1f} ms.")
     return EXIT_FAILED if failed else 0
 
 
