@@ -97,9 +97,10 @@ GRADER := $(CURDIR)/$(BIN)/python -m mha_grader --course $(COURSE)
 .PHONY: secret probe
 grade: $(STAMP)
 	@test -f $(COURSE)/gradebook.db || $(MAKE) --no-print-directory release
-	@# exit status 1: some notebook could not be graded (each named); what was graded is exported all the same
-	$(GRADER) grade $(ARGS); status=$$?; if [ $$status -le 1 ]; then cd $(COURSE) && $(NBGRADER) export || exit; fi; \
-	exit $$status
+	@# the grader rebuilds the make command from these when it prints how to resume; exit status 1: some
+	@# notebook could not be graded (each named): what was graded is exported all the same
+	@MHA_GRADER_MAKE="$(CURDIR)" MHA_GRADER_MAKE_FROM="$(PWD)" $(GRADER) grade $(ARGS); status=$$?; \
+	if [ $$status -le 1 ]; then cd $(COURSE) && $(NBGRADER) export || exit; fi; exit $$status
 
 ## secret: create the course secret the hidden test inputs are drawn from (once; kept outside the repository)
 secret: $(STAMP)

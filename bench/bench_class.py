@@ -64,7 +64,7 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, str, str]:
 def ours(course: Path, secret: Path, *options: str) -> tuple[float, str, str]:
     env = {**kit.env(), "MHA_GRADER_SECRET": str(secret), "PYTHONPATH": str(ROOT)}
     env.pop("MHA_GRADER_DB_URL", None)
-    return timed([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", *options], ROOT, env)
+    return timed([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", "--timing", *options], ROOT, env)
 
 
 def scores(course: Path) -> dict:

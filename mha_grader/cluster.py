@@ -61,6 +61,7 @@ class Dask:
         self.jobs: dict = {}  # task key -> the student's jobs
         self.planned: set = set()  # (student, notebook) of every job submitted
         self.pending: set = set()  # submitted, not yet given back
+        self.sent: dict = {}  # task key -> (its student and notebooks in words, when it was submitted)
         self.waiting = iter(())
         self.refused: list[str] = []
         self.submitted = 0  # students submitted so far
@@ -88,6 +89,7 @@ class Dask:
             self.planned.add((job["student"], job["notebook"]))
         key = f"mha-grade/{jobs[0]['student']}/{self.run_id}"  # ids hold no "/"; a student is one task a run
         self.jobs[key] = jobs
+        self.sent[key] = (f"{jobs[0]['student']} ({len(jobs)} notebook{'s' if len(jobs) > 1 else ''})", time.monotonic())
         self.submitted += 1
         # The releases travel inside the task (40 kB in all), not as other tasks or scattered data: a task is
         # ready on any worker as it arrives (no dependency to fetch first, which let later students overtake
@@ -110,6 +112,7 @@ class Dask:
             future = next(self.running)
             self._submit_next()
             jobs, outcome = self.jobs.pop(future.key), _outcome(future)
+            self.sent.pop(future.key, None)
             outcomes = outcome if isinstance(outcome, list) else [dict(outcome) for _ in jobs]  # the task failed
             yield from zip(jobs, outcomes, strict=True)
             self.pending.discard(future)
@@ -123,6 +126,10 @@ class Dask:
                 return False
             time.sleep(POLL_S)
         return True
+
+    def in_progress(self) -> list[tuple[str, float]]:
+        """(student and notebooks, since) of each task submitted and not yet given back (for the progress line)."""
+        return list(self.sent.values())
 
     def notes(self) -> list[str]:
         """The workers that took no job because their grader is another version (also those that joined

@@ -140,6 +140,16 @@ class Course:
         tmp.write_text(json.dumps(stamps, indent=1))
         os.replace(tmp, folder / ".graded.json")
 
+    def unstamp(self, student: str, names: list[str]) -> None:
+        """Record the notebooks ``names`` as not graded (a --force run, before it grades them again)."""
+        stamps = self.stamps(student)
+        if not set(names) & set(stamps):
+            return
+        folder = self.folder("autograded", student)
+        tmp = folder / ".graded.json.tmp"
+        tmp.write_text(json.dumps({k: v for k, v in stamps.items() if k not in names}, indent=1))
+        os.replace(tmp, folder / ".graded.json")
+
 
 def _skipped_line(skipped: list[Path], more: bool) -> str:
     """One readable line: how many items were not read, of which kinds, and the first few names."""

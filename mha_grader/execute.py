@@ -8,6 +8,7 @@ graded, ``{"failed": "<one sentence>"}``. Only a failure of the sandbox (InfraEr
 bug of the grader is reported once, plainly.
 """
 import concurrent.futures as cf
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -15,12 +16,14 @@ import json
 import platform
 import queue
 import threading
+import time
 from pathlib import Path
 
 from . import feedback, judging, notebooks, sandbox
 
 RETRIES = 2  # a sandbox failure is tried this many more times
-PACKAGES = ("numpy", "torch", "nbgrader", "distributed")  # what the judge, the sandbox and the recording rest on
+PACKAGES = ("numpy", "torch", "nbgrader", "distributed", "latex2mathml")  # what the judge, the sandbox, the
+#                                                                      recording and the feedback pages rest on
 SOURCES = ("mha_checks", "mha_grader")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +109,7 @@ class Threads:
     def __init__(self, releases: dict, workers: int, limits: sandbox.Limits, unsafe: bool):
         self.releases, self.limits, self.unsafe = releases, limits, unsafe
         self.pool = cf.ThreadPoolExecutor(max(1, workers) + 1, thread_name_prefix="mha-job")
-        self.turns = threading.BoundedSemaphore(max(1, workers))  # the sandboxes running at a time
+        self.turns = _Turns(max(1, workers))  # the sandboxes running at a time, and since when
         self.stopping = threading.Event()
         self.futures: dict = {}
         sandbox.accept_new()
@@ -137,6 +140,10 @@ class Threads:
     def notes(self) -> list[str]:
         return []  # (one process: one grader version)
 
+    def in_progress(self) -> list[tuple[str, float]]:
+        """("student/notebook", since) of each job whose sandbox runs now (for the progress line)."""
+        return self.turns.holders()
+
     def stop(self) -> int:
         """Cancel the jobs not started, end the running sandboxes; returns how many were running."""
         self.stopping.set()
@@ -153,12 +160,43 @@ class Threads:
             job = self.make(record)  # its bytes read now, while other threads' sandboxes run
         except Exception as err:  # noqa: BLE001 - a bug of the grader: this notebook fails, the class goes on
             return {"failed": f"its job could not be made ({sentence(err)}); this is a bug in the grader"}
-        with sandbox.taking_turns(self.turns):
+        with sandbox.taking_turns(self.turns), self.turns.for_job(f"{job['student']}/{job['notebook']}"):
             return attempt(self.releases[job["notebook"]], job, self.limits, self.unsafe, self.stopping)
 
 
 def _as_made(record: dict) -> dict:
     return record
+
+
+class _Turns(threading.BoundedSemaphore):
+    """The sandboxes' turns (a semaphore), noting which job holds each and since when."""
+
+    def __init__(self, value: int):
+        super().__init__(value)
+        self.local, self.held, self.guard = threading.local(), {}, threading.Lock()
+
+    @contextlib.contextmanager
+    def for_job(self, name: str):
+        """Turns this thread takes while the block lasts are held by job ``name``."""
+        self.local.job = name
+        try:
+            yield
+        finally:
+            self.local.job = None
+
+    def __enter__(self):
+        self.acquire()
+        with self.guard:
+            self.held[threading.get_ident()] = (getattr(self.local, "job", None) or "a notebook", time.monotonic())
+
+    def __exit__(self, *exc):
+        with self.guard:
+            self.held.pop(threading.get_ident(), None)
+        self.release()
+
+    def holders(self) -> list[tuple[str, float]]:
+        with self.guard:
+            return list(self.held.values())
 
 
 def attempt(release, job: dict, limits: sandbox.Limits, unsafe: bool, stopping: threading.Event) -> dict:

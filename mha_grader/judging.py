@@ -14,6 +14,7 @@ from . import frames, notebooks, sandbox
 SIGNALS = {9: "it was killed (usually: it used more memory than the limit allows)",
            24: "it used more CPU time than the limit allows", 11: "it crashed (segmentation fault)",
            6: "it aborted", 25: "it wrote a file larger than the limit allows"}
+COMPILE_ERRORS = {"SyntaxError", "IndentationError", "TabError"}
 
 
 def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cases: dict,
@@ -106,7 +107,8 @@ def _judge_test(g, cases: list, events: dict, prog, report, limits) -> tuple[boo
         if outcome is None:
             return False, _no_outcome(events, report, limits), _no_outcome_label(events)
         if "missing" in outcome:
-            return False, _missing(str(outcome["missing"]), events.get("cells", []), prog), "function not defined"
+            function, cells = str(outcome["missing"]), events.get("cells", [])
+            return False, _missing(function, cells, prog), _missing_label(function, cells, prog)
         try:
             verdict = checks.judge(case, outcome)
         except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
@@ -157,10 +159,20 @@ def _no_outcome_label(events: dict) -> str:
         status, "no result")
 
 
+def _missing_label(function: str, failures: list, prog) -> str:
+    """The mistake's label for a function that is not defined: its cause, as _missing says it in full."""
+    compiled = [f for f in failures if f.get("type") in COMPILE_ERRORS]
+    if compiled:
+        return f"{function}: its cell does not compile ({frames.text(str(compiled[0].get('type')), 40)})"
+    if failures:
+        return f"{function}: a cell raised {frames.text(str(failures[0].get('type')), 40)} before it was defined"
+    return f"{function}: no answer cell" if prog.missing else f"{function}: not defined (no function of that name)"
+
+
 def _missing(function: str, failures: list, prog) -> str:
     for failure in failures:
         line = f" on line {failure['line']}" if failure.get("line") else ""
-        if failure.get("type") in {"SyntaxError", "IndentationError", "TabError"}:
+        if failure.get("type") in COMPILE_ERRORS:
             return (f"The cell {failure.get('label')!r} does not compile: {failure.get('type')}{line} "
                     f"({failure.get('message')}), so {function} is not defined. Fix that line, then restart "
                     "and run all cells.")

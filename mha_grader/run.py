@@ -12,7 +12,6 @@ notebook counts as graded only once its stamp is written, so the next run grades
 import errno
 import gc
 import os
-import shlex
 import shutil
 import signal
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
-from . import course as course_mod, execute, jobs, recording, report, sandbox
+from . import course as course_mod, execute, jobs, recording, report, resume as resume_mod, sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter
 from .lock import CourseLock, Held
@@ -82,7 +81,7 @@ class NotRecorded(RuntimeError):
 
 def grade(args) -> int:
     stop = Stop()
-    resume = "python -m mha_grader " + shlex.join(getattr(args, "argv", None) or sys.argv[1:])
+    resume = resume_mod.command(getattr(args, "argv", None))
     with stop.installed():
         try:
             key = course_secret.load()
@@ -128,6 +127,9 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
     with stop.waiting():
         course = course_mod.Course(root, args.assignment, args.db_url)
         plan, notes = jobs.plan(course, key, args)
+    if args.force and plan:  # from here a stop leaves the rest ungraded, and the plain command grades it
+        _forget(course, plan)
+        resume = resume_mod.command(getattr(args, "argv", None), force=False)
     try:
         writer = GradebookWriter(course.db_url, course.assignment)
     except Exception as err:  # noqa: BLE001 - said in one sentence, see _not_recorded
@@ -154,6 +156,7 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
             backend = _backend(args, course, limits)
             gc.freeze()  # start-up's objects (torch's, the plan's) live to the end: no collection walks them again
             backend.start(plan, make)
+            progress.watch(backend.in_progress)
         arrivals = backend.results(recording.QUIET_S)
         while True:
             with stop.waiting():
@@ -206,10 +209,11 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
         print(f"The summary was not written: {_not_recorded(err, course)}. Every grade is recorded; rerun to "
               f"write the tables: {resume}", file=sys.stderr)
         return EXIT_NOT_RECORDED
-    if results:  # recording is the one serial part of a run: with many workers, this process must keep up
-        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording {recorder.seconds:.1f} s.\n"
-              f"Per notebook in this process: recording {recorder.cost()}; all its CPU "
-              f"{_own_cpu() / len(results) * 1000:.1f} ms.")
+    if results:
+        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s).")
+    if results and getattr(args, "timing", False):  # recording is the one serial part of a run: this process must keep up
+        print(f"Recording took {recorder.seconds:.1f} s. Per notebook in this process: recording {recorder.cost()}; "
+              f"all its CPU {_own_cpu() / len(results) * 1000:.1f} ms.")
     return EXIT_FAILED if failed else 0
 
 
@@ -328,3 +332,14 @@ def isolation_problems(course: Path) -> list[str]:
     finally:
         for name in canaries:
             os.unlink(name)
+
+
+def _forget(course, plan: list[dict]) -> None:
+    """A --force run's notebooks count as not graded from now on (their stamps go; their grades and pages stay
+    until replaced), so that a run stopped half way is finished by the command without --force."""
+    by_student: dict[str, list[str]] = {}
+    for job in plan:
+        by_student.setdefault(job["student"], []).append(job["notebook"])
+    for student, names in by_student.items():
+        course.unstamp(student, names)
+
