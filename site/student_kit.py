@@ -48,13 +48,17 @@ SERVER_CONFIG = {"ServerApp": {"root_dir": ".", "jpserver_extensions": {
     "nbgrader.server_extensions.assignment_list": False,
 }}}
 # JupyterLab: nbgrader's instructor plugins off (`jupyter labextension disable` writes this file);
-# @jupyter/nbgrader:validate-assignment, the notebook's Validate button, stays.
-PAGE_CONFIG = {"disabledExtensions": {f"@jupyter/nbgrader:{plugin}": True for plugin in
-                                      ("create-assignment", "course-list", "assignment-list", "menu")}}
+# @jupyter/nbgrader:validate-assignment, the notebook's Validate button, stays. Also off: the
+# "get notified about official Jupyter news?" prompt, whose "Yes" fetches news from the internet.
+PAGE_CONFIG = {"disabledExtensions": {
+    **{f"@jupyter/nbgrader:{plugin}": True for plugin in ("create-assignment", "course-list", "assignment-list", "menu")},
+    "@jupyterlab/apputils-extension:announcements": True}}
 SETTINGS = ("mha_student_settings", "1.0")     # distribution name and version of the settings wheel
-# The HOWTO's install figures, as measured (Linux, Python 3.11, a fresh venv, an empty pip cache,
-# everything from PyPI but PyTorch's CPU wheel): `make bench-kit` (bench/kit_install.py) measures them.
-INSTALL = {"download_mb": 320, "disk_gb": 1.4, "minutes": 1.5}
+# The HOWTO's install figures, as measured by `make bench-kit` (bench/kit_install.py: Linux,
+# Python 3.11, a fresh venv, an empty pip cache, everything from PyPI but PyTorch's CPU wheel, read
+# from disk; 2 CPU cores shared with other jobs): 128 MB from PyPI + the 192 MB torch wheel;
+# venv 1.32-1.34 GB; 1.3, 1.5, 3.8 and 3.9 minutes in four runs (the slow ones under heavy load).
+INSTALL = {"download_mb": 320, "disk_gb": 1.3, "minutes": "1.5 to 4"}
 _NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "_build", ".cache", "build", "*.egg-info",
                                      "__pycache__", ".pytest_cache", "node_modules")
 
@@ -94,8 +98,9 @@ py -m venv .venv
 ```
 
 The install downloads about {download_mb} MB (PyTorch is 192 MB of it) and takes {disk_gb} GB of
-disk. On a fast connection it takes about {minutes} minutes (measured on Linux); on a slower one add
-the download's time (at 20 Mbit/s, {download_mb} MB take about {slow_minutes} minutes).
+disk. With a fast connection it took {minutes} minutes in our measurements (Linux, 2 CPU cores);
+on a slower connection add the download's time (at 20 Mbit/s, {download_mb} MB take about
+{slow_minutes} minutes).
 
 `{wheel}` is the course library (`mha_lib`, the checks the visible tests use, and `mha_book`,
 which the chapters' downloadable notebooks use for their figures and head viewers).
