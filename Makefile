@@ -71,6 +71,12 @@ $(SITE_NODE_STAMP):
 	cp $(SITE_NODE)/node_modules/mathjax-full/es5/output/chtml/fonts/woff-v2/*.woff $(SITE_MATH)/fonts/
 	touch $@
 
+.PHONY: bench-kit
+## bench-kit: install the student kit as HOWTO.md says (fresh venv, empty pip cache, PyPI) and print the time,
+## download and disk it took (needs make book; TORCH_WHEELS=dir takes torch's CPU wheel from a folder)
+bench-kit: $(STAMP)
+	$(BIN)/python bench/kit_install.py $(if $(TORCH_WHEELS),--torch-wheels $(TORCH_WHEELS))
+
 .PHONY: bench-keys
 ## bench-keys: key presses from page load to every focusable element of the built site (needs make book, make browser)
 bench-keys: $(STAMP) browser
