@@ -125,7 +125,8 @@ def patched_numpy(course):
 
 
 def imports_the_checks(course):
-    """A wrong split_heads that imports the course's checks to switch them off."""
+    """A wrong split_heads that imports the course's checks to switch them off: split_heads does not reach
+    that code, so it never runs, and the wrong split scores what it is worth."""
     nb = _wrong_split(course)
     sol = next(c for c in nb["cells"] if kit.grade_id(c) == "split_heads")
     sol["source"] = "import mha_checks\nmha_checks.judge = None\n" + sol["source"]
@@ -277,7 +278,7 @@ HOSTILE = [
     Hostile("h08_invalid_json", invalid_json, {P: 3, S: 0}, {S: "not valid JSON"}),
     Hostile("h09_huge_output", huge_output, {P: 3}),
     Hostile("h10_patched_numpy", patched_numpy, {S: 0}, {S: "may not be changed"}),  # refused before it runs
-    Hostile("h11_imports_the_checks", imports_the_checks, {S: 0}, {S: "mha_checks"}),
+    Hostile("h11_imports_the_checks", imports_the_checks, {S: 1}),  # the import reaches no test: never run
     Hostile("h12_reads_course_files", reads_course_files, {}, {P: "np.fromfile"}),  # refused before it runs
     Hostile("h13_writes_the_gradebook", writes_the_gradebook, {}, {M: "tofile"}),  # refused before it runs
     Hostile("h14_private_torch_kernel", private_torch_kernel, {A: 0}, {A: "_scaled_dot_product_attention_math"}),
@@ -286,7 +287,7 @@ HOSTILE = [
     Hostile("h17_symlinks_and_extra_files", symlinked_notebook, {}, {P: "not a regular file"}, extra=_symlinks),
     Hostile("h18_renamed_notebook", renamed_notebook, {S: 2}),
     Hostile("h99_honest_last", honest, FULL),
-] + [Hostile(f"r{i:02d}_{route}", ready_made(route), {}, {A: "Not run: this notebook may not be graded"})
+] + [Hostile(f"r{i:02d}_{route}", ready_made(route), {}, {A: "Not run: the code this test calls"})
      for i, route in enumerate(READY_MADE)] + [
     # admitted by the rule (it names nothing refused), and worth nothing: the stand-in computes no attention
     Hostile("r90_admitted_call_of_the_stand_in", lambda course: {A: _with_answer(course, A, "multi_head_attention",
