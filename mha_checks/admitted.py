@@ -21,6 +21,8 @@ FAMILIES = {
     'module entry points': "calls a library module's forward, one of torch's entry points (with the module handed to exercise 5, torch's own answer); call a layer as layer(x)",
     'arrays over a buffer': 'builds an array over a raw buffer (ndarray(buffer=..., strides=...) is not memory-safe); it may be named in isinstance and annotations only',
     'introspection of annotations': "hands out a class's annotations (any object, np.ndarray among them) as values",
+    'what an exception carries': "is what an exception carries (the library's own objects, a module among them, may be in it)",
+    'Cython classes': 'is a class whose methods, read from the class, do not check the object they are called on (called on another object, they crash the process: not memory-safe); use the instance np.random.default_rng() returns',
     'attributes by a string': 'reads attributes by a name built at run time (a way around the rule)',
     "torch's runtime classes": "is part of torch's runtime (TorchScript IR, compilation units, storages, streams, dispatch keys, symbolic sizes, serialisers, benchmarks), not maths",
 }
@@ -88,12 +90,11 @@ MODULES = {
         tensorinv tensorsolve trace vecdot vector_norm
 """.split()),
     'numpy.random': frozenset("""
-        Generator RandomState SeedSequence beta binomial bytes chisquare choice default_rng dirichlet exponential f
-        gamma geometric get_bit_generator get_state gumbel hypergeometric laplace logistic lognormal logseries
-        multinomial multivariate_normal negative_binomial noncentral_chisquare noncentral_f normal pareto
-        permutation poisson power rand randint randn random random_integers random_sample ranf rayleigh sample seed
-        set_bit_generator set_state shuffle standard_cauchy standard_exponential standard_gamma standard_normal
-        standard_t triangular uniform vonmises wald weibull zipf
+        beta binomial bytes chisquare choice default_rng dirichlet exponential f gamma geometric get_state gumbel
+        hypergeometric laplace logistic lognormal logseries multinomial multivariate_normal negative_binomial
+        noncentral_chisquare noncentral_f normal pareto permutation poisson power rand randint randn random
+        random_integers random_sample ranf rayleigh sample seed set_state shuffle standard_cauchy
+        standard_exponential standard_gamma standard_normal standard_t triangular uniform vonmises wald weibull zipf
 """.split()),
     'numpy.testing': frozenset("""
         assert_ assert_allclose assert_almost_equal assert_approx_equal assert_array_almost_equal
@@ -151,25 +152,24 @@ MODULES = {
         floor_divide fmax fmin fmod frac frac_ frexp frobenius_norm from_numpy full full_like
         fused_moving_avg_obs_fake_quant gather gcd gcd_ ge geqrf ger get_autocast_cpu_dtype get_autocast_dtype
         get_autocast_gpu_dtype get_autocast_ipu_dtype get_autocast_xla_dtype get_default_device get_default_dtype
-        get_deterministic_debug_mode get_device get_device_module get_float32_matmul_precision
-        get_num_interop_threads get_num_threads get_rng_state gradient greater greater_equal grid_sampler
-        grid_sampler_2d grid_sampler_3d group_norm gru gru_cell gt half hamming_window hann_window hardshrink
-        has_lapack has_mkl has_openmp has_spectral hash_tensor heaviside hinge_embedding_loss histc histogram
-        histogramdd hsmm hsplit hspmm hstack hypot i0 i0_ igamma igammac iinfo imag index_add index_copy index_fill
-        index_put index_put_ index_reduce index_select indices_copy inf inference_mode init_num_threads initial_seed
-        inner instance_norm int int1 int16 int2 int3 int32 int4 int5 int6 int64 int7 int8 int_repr inverse
-        is_anomaly_check_nan_enabled is_anomaly_enabled is_autocast_cache_enabled is_autocast_cpu_enabled
-        is_autocast_enabled is_autocast_ipu_enabled is_autocast_xla_enabled is_complex is_conj
-        is_deterministic_algorithms_warn_only_enabled is_distributed is_floating_point is_grad_enabled is_inference
-        is_inference_mode_enabled is_neg is_nonzero is_same_size is_signed is_tensor is_vulkan_available
-        is_warn_always_enabled isclose isfinite isin isinf isnan isneginf isposinf isreal istft jagged kaiser_window
-        kl_div kron kthvalue layer_norm layout lcm lcm_ ldexp ldexp_ le legacy_contiguous_format lerp less
-        less_equal lgamma linspace lobpcg log log10 log10_ log1p log1p_ log2 log2_ log_ log_softmax logaddexp
-        logaddexp2 logcumsumexp logdet logical_and logical_not logical_or logical_xor logit logit_ logspace
-        logsumexp long lstm lstm_cell lstsq lt lu lu_solve lu_unpack manual_seed margin_ranking_loss masked_fill
-        masked_scatter masked_select matmul matrix_exp matrix_power matrix_rank max max_pool1d
-        max_pool1d_with_indices max_pool2d max_pool3d maximum mean median memory_format meshgrid min minimum
-        miopen_batch_norm miopen_convolution miopen_convolution_add_relu miopen_convolution_relu
+        get_deterministic_debug_mode get_device get_float32_matmul_precision get_num_interop_threads get_num_threads
+        get_rng_state gradient greater greater_equal grid_sampler grid_sampler_2d grid_sampler_3d group_norm gru
+        gru_cell gt half hamming_window hann_window hardshrink has_lapack has_mkl has_openmp has_spectral
+        hash_tensor heaviside hinge_embedding_loss histc histogram histogramdd hsmm hsplit hspmm hstack hypot i0 i0_
+        igamma igammac iinfo imag index_add index_copy index_fill index_put index_put_ index_reduce index_select
+        indices_copy inf inference_mode init_num_threads initial_seed inner instance_norm int int1 int16 int2 int3
+        int32 int4 int5 int6 int64 int7 int8 int_repr inverse is_anomaly_check_nan_enabled is_anomaly_enabled
+        is_autocast_cache_enabled is_autocast_cpu_enabled is_autocast_enabled is_autocast_ipu_enabled
+        is_autocast_xla_enabled is_complex is_conj is_deterministic_algorithms_warn_only_enabled is_distributed
+        is_floating_point is_grad_enabled is_inference is_inference_mode_enabled is_neg is_nonzero is_same_size
+        is_signed is_tensor is_vulkan_available is_warn_always_enabled isclose isfinite isin isinf isnan isneginf
+        isposinf isreal istft jagged kaiser_window kl_div kron kthvalue layer_norm layout lcm lcm_ ldexp ldexp_ le
+        legacy_contiguous_format lerp less less_equal lgamma linspace lobpcg log log10 log10_ log1p log1p_ log2
+        log2_ log_ log_softmax logaddexp logaddexp2 logcumsumexp logdet logical_and logical_not logical_or
+        logical_xor logit logit_ logspace logsumexp long lstm lstm_cell lstsq lt lu lu_solve lu_unpack manual_seed
+        margin_ranking_loss masked_fill masked_scatter masked_select matmul matrix_exp matrix_power matrix_rank max
+        max_pool1d max_pool1d_with_indices max_pool2d max_pool3d maximum mean median memory_format meshgrid min
+        minimum miopen_batch_norm miopen_convolution miopen_convolution_add_relu miopen_convolution_relu
         miopen_convolution_transpose miopen_ctc_loss miopen_depthwise_convolution miopen_rnn
         mkldnn_adaptive_avg_pool2d mkldnn_convolution mkldnn_linear_backward_weights mkldnn_max_pool2d
         mkldnn_max_pool3d mkldnn_rnn_layer mm mode moveaxis movedim msort mul multinomial multiply mv mvlgamma nan
@@ -378,9 +378,8 @@ VALUE_ATTRIBUTES = frozenset("""
     training translate transpose transpose_ transposed triangular triangular_solve tril tril_ triu triu_ true_divide
     true_divide_ trunc trunc_ type type_as types unbind unflatten unfold uniform uniform_ union unique
     unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes unsqueeze unsqueeze_ unused update upper
-    upscale_factor v_proj_weight value values var vdim vdot view view_as volatile vonmises vsplit wald weibull
-    weight weight_hh weight_hh_l0 weight_ih weight_ih_l0 where xlogy xlogy_ xpu zero_ zero_grad zero_infinity zfill
-    zipf
+    upscale_factor v_proj_weight values var vdim vdot view view_as volatile vonmises vsplit wald weibull weight
+    weight_hh weight_hh_l0 weight_ih weight_ih_l0 where xlogy xlogy_ xpu zero_ zero_grad zero_infinity zfill zipf
 """.split())
 
 OWN_REFUSED = frozenset("""
@@ -408,6 +407,11 @@ OWN_PRIVATE_REFUSED = frozenset("""
 """.split())
 
 EXCLUDED = {  # family -> {module or 'values': names}
+    'Cython classes': {
+        'numpy.random': frozenset("""
+            Generator RandomState SeedSequence
+""".split()),
+    },
     'attributes by a string': {
         'operator': frozenset("""
             attrgetter methodcaller
@@ -440,8 +444,9 @@ EXCLUDED = {  # family -> {module or 'values': names}
             test
 """.split()),
         'torch': frozenset("""
-            AVG FileCheck PRIVATE_OPS SUM classproperty compile cond fork merge_type_from_type_comment parse_ir
-            parse_schema parse_type_comment unify_type_list vmap wait while_loop
+            AVG FileCheck PRIVATE_OPS SUM classproperty compile cond fork get_device_module
+            merge_type_from_type_comment parse_ir parse_schema parse_type_comment unify_type_list vmap wait
+            while_loop
 """.split()),
         'torch.cuda': frozenset("""
             classproperty
@@ -488,7 +493,7 @@ EXCLUDED = {  # family -> {module or 'values': names}
             as_strided
 """.split()),
         'numpy.random': frozenset("""
-            BitGenerator MT19937 PCG64 PCG64DXSM Philox SFC64
+            BitGenerator MT19937 PCG64 PCG64DXSM Philox SFC64 get_bit_generator set_bit_generator
 """.split()),
         'torch': frozenset("""
             BFloat16Storage BoolStorage ByteStorage CharStorage ComplexDoubleStorage ComplexFloatStorage
@@ -533,6 +538,11 @@ EXCLUDED = {  # family -> {module or 'values': names}
         'torch.nn.functional': frozenset("""
             boolean_dispatch handle_torch_function has_torch_function has_torch_function_unary
             has_torch_function_variadic
+""".split()),
+    },
+    'what an exception carries': {
+        'values': frozenset("""
+            value
 """.split()),
     },
 }

@@ -70,13 +70,14 @@ FAMILIES = [
                   "set_ share_memory_ share_memory is_shared getfield setfield setflags flags "
                   "bit_generator is_storage const_data_ptr mutable_data_ptr Storage TypedStorage UntypedStorage StorageBase "
                   "BitGenerator MT19937 PCG64 PCG64DXSM Philox SFC64"),
-           pattern=r"Storage$"),
+           pattern=r"Storage$|bit_generator"),  # (np.random.set_bit_generator(array) corrupts NumPy's state)
     Family("code compilation, tracing and the runtime's machinery",
            "compiles or traces code, or is part of torch's runtime (TorchScript, dispatch, streams, "
            "symbolic sizes, logging), not maths",
            _names("compile while_loop vmap fork wait parse_ir parse_schema parse_type_comment "
                   "merge_type_from_type_comment unify_type_list classproperty read_vitals set_vital vitals_enabled "
-                  "FileCheck AVG SUM PRIVATE_OPS info show_config show_runtime test get_include")),
+                  "FileCheck AVG SUM PRIVATE_OPS info show_config show_runtime test get_include "
+                  "get_device_module")),  # (returns a module: found by tests/admission_walk.py)
     Family("parallel and distributed runtime", "runs modules on several devices, threads or processes",
            _names("DataParallel SyncBatchNorm"), where=frozenset({"torch.nn"})),
     Family("code compilation, tracing and the runtime's machinery",  # (numpy.linalg.cond is maths)
@@ -102,6 +103,13 @@ FAMILIES = [
            "hands out a class's annotations (any object, np.ndarray among them) as values",
            _names("fields"), where=frozenset({"dataclasses"})),
 ]
+FAMILIES.append(Family("what an exception carries",
+                       "is what an exception carries (the library's own objects, a module among them, may be in it)",
+                       _names("value args obj object code exceptions filename filename2"), where=frozenset({"values"})))
+FAMILIES.append(Family("Cython classes",
+                       "is a class whose methods, read from the class, do not check the object they are called on "
+                       "(called on another object, they crash the process: not memory-safe); use the instance "
+                       "np.random.default_rng() returns"))
 FAMILIES.append(Family("attributes by a string", "reads attributes by a name built at run time (a way around "
                        "the rule)", _names("attrgetter methodcaller"), where=frozenset({"operator"})))
 MEMBER_FAMILIES = {("numpy.lib.stride_tricks", "as_strided"): "raw memory"}  # left out of a positive list
@@ -184,9 +192,10 @@ def _excluded_member(module_name: str, name: str, obj) -> str | None:
                                                              "has_torch_function_variadic", "handle_torch_function",
                                                              "boolean_dispatch"):
         return "torch's runtime classes"
-    if module_name == "numpy.random" and isinstance(obj, type) and name not in ("Generator", "RandomState",
-                                                                                  "SeedSequence"):
-        return "raw memory"
+    if isinstance(obj, type) and any(type(v).__name__ == "cython_function_or_method" for v in vars(obj).values()):
+        return "Cython classes"  # (found by tests/admission_walk.py: Generator.normal(tensor) crashed it)
+    if module_name == "numpy.random" and isinstance(obj, type):
+        return "raw memory"  # the bit generators: ctypes and cffi pointers to their state
     if module_name == "numpy.testing" and not name.startswith("assert_"):
         return ""
     return None
