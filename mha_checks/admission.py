@@ -319,7 +319,6 @@ class Kind:
 VALUE = Kind("value")
 UNBOUND = Kind("unbound")  # a name bound nowhere: reading it raises NameError before anything else happens
 OWN = Kind("own")
-OWN_FUNC = Kind("func")
 
 
 def _join(a: Kind, b: Kind) -> Kind:
@@ -332,8 +331,8 @@ def _join(a: Kind, b: Kind) -> Kind:
         return b if a.tag == "unbound" else a
     if "conflict" in (a.tag, b.tag) or a.module or b.module or a.not_called or b.not_called:
         return Kind("conflict", text=a.text or b.text)
-    if a.tag == "class" and b.tag == "class":
-        return Kind("class", a.obj | b.obj)
+    if a.tag == b.tag and a.tag in ("class", "func"):
+        return Kind(a.tag, a.obj | b.obj)
     if "class" in (a.tag, b.tag):
         return Kind("conflict", text=a.text or b.text)
     return VALUE
@@ -514,7 +513,9 @@ class _Rule:
             ok, obj = _member(module, attr)
             return Kind("static", obj, b.name) if ok else VALUE
         if b.how == "def":  # (functools.wraps(f) returns the function it decorates)
-            return OWN_FUNC if all(n == "wraps" for n in self.decorator_names(b.value, b.written)) else VALUE
+            if all(n == "wraps" for n in self.decorator_names(b.value, b.written)):
+                return Kind("func", frozenset({b.value}), b.name)
+            return VALUE
         if b.how == "class":
             return Kind("class", frozenset({b.value}), b.name)
         if b.how == "alias":
@@ -626,6 +627,31 @@ class _Rule:
                 return VALUE
             kind = k
         return kind or VALUE
+
+    def returns(self, node) -> Kind:
+        """What a call of the notebook function ``node`` returns: OWN when every way out of it returns one of
+        the student's own objects (whatever it was given), else VALUE."""
+        key = ("returns", id(node))
+        if key in self.names:
+            return self.names[key]
+        self.names[key] = VALUE  # (a recursive call: a value)
+        kind = VALUE
+        if isinstance(node, ast.FunctionDef) and node.body and isinstance(node.body[-1], ast.Return | ast.Raise):
+            scope = self.p.scope_of[id(node)]
+            found, plain = [], True
+            todo = list(node.body)
+            while todo and plain:
+                st = todo.pop()
+                if isinstance(st, ast.Return):
+                    found.append(self.quiet_kind(st.value, scope) if st.value is not None else VALUE)
+                elif isinstance(st, ast.Yield | ast.YieldFrom | ast.Await):
+                    plain = False
+                if not isinstance(st, ast.FunctionDef | ast.ClassDef | ast.Lambda | ast.AsyncFunctionDef):
+                    todo += ast.iter_child_nodes(st)
+            if plain and found and all(k.tag == "own" for k in found):
+                kind = OWN
+        self.names[key] = kind
+        return kind
 
     def methods_named(self, name: str) -> list:
         return self.methods().get(name, [])
@@ -979,7 +1005,7 @@ class _Rule:
             node.value, scope, module_ok=True, class_ok=True, annotation=annotation)
         refuse = (lambda text: None) if quiet else (lambda text: self.refuse(node, text))
         if base.tag == "unbound":
-            return VALUE  # (a NameError when it runs)
+            return UNBOUND  # (a NameError when it runs, before anything else)
         own = base.tag in ("own", "func", "class")
         if attr.startswith("__") and attr.endswith("__"):
             if attr in DUNDER_READ and loads or attr == "__init__" and loads and base.tag in ("own", "class", "static"):
@@ -1071,8 +1097,12 @@ class _Rule:
         else:
             func = self._expr(node.func, scope, class_ok=True, call=node)
         result = VALUE
-        if func.tag == "class":
+        if func.tag == "unbound":
+            result = UNBOUND
+        elif func.tag == "class":
             result = OWN
+        elif func.tag == "func":
+            result = functools.reduce(_join, [self.returns(d) for d in func.obj])
         elif func.tag == "static" and func.obj is super:
             result = OWN
             if not quiet and len(node.args) not in (0, 2):

@@ -14,6 +14,7 @@ FAMILIES = {
     'files, pickles and processes': 'reads or writes files, unpickles (which runs code) or starts processes; the exercises use none',
     'raw memory': 'reads or writes memory by address, or reinterprets raw bytes (not memory-safe)',
     "code compilation, tracing and the runtime's machinery": "compiles or traces code, or is part of torch's runtime (TorchScript, dispatch, streams, symbolic sizes, logging), not maths",
+    'modules by name': 'returns a module, which the rule never hands to a value',
     'parallel and distributed runtime': 'runs modules on several devices, threads or processes',
     "code compilation, tracing and the runtime's machinery": "compiles or traces code, or is part of torch's runtime (TorchScript, dispatch, streams, symbolic sizes, logging), not maths",
     "autograd's graph": "hands out autograd's graph of the computation (its nodes hold the library's functions); use .detach(), .requires_grad or .grad",
@@ -30,6 +31,9 @@ FAMILIES = {
 MODULES = {
     'collections': frozenset("""
         Counter OrderedDict defaultdict deque namedtuple
+""".split()),
+    'copy': frozenset("""
+        copy deepcopy
 """.split()),
     'dataclasses': frozenset("""
         asdict astuple dataclass field is_dataclass replace
@@ -444,9 +448,8 @@ EXCLUDED = {  # family -> {module or 'values': names}
             test
 """.split()),
         'torch': frozenset("""
-            AVG FileCheck PRIVATE_OPS SUM classproperty compile cond fork get_device_module
-            merge_type_from_type_comment parse_ir parse_schema parse_type_comment unify_type_list vmap wait
-            while_loop
+            AVG FileCheck PRIVATE_OPS SUM classproperty compile cond fork merge_type_from_type_comment parse_ir
+            parse_schema parse_type_comment unify_type_list vmap wait while_loop
 """.split()),
         'torch.cuda': frozenset("""
             classproperty
@@ -478,6 +481,11 @@ EXCLUDED = {  # family -> {module or 'values': names}
     'module entry points': {
         'values': frozenset("""
             forward
+""".split()),
+    },
+    'modules by name': {
+        'torch': frozenset("""
+            get_device_module
 """.split()),
     },
     'parallel and distributed runtime': {

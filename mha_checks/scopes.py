@@ -74,6 +74,7 @@ class Program:
         self.call_list: list[tuple[ast.Call, Scope, int]] = []
         self.attribute_stores: list[tuple[ast.Attribute, object, Scope]] = []  # (target, value or None, scope)
         self.attribute_loads: dict[str, list[ast.Attribute]] = {}  # attribute name -> the loads of it
+        self.wildcards: set[int] = set()   # statements that may bind any name (import *, __builtins__ = ...)
         self.stmt = -1
         for cell, tree in enumerate(trees):
             for statement in tree.body:
@@ -138,7 +139,9 @@ class Program:
                            (a.name if a.asname else a.name.split(".")[0], None))
         elif kind is ast.ImportFrom:
             for a in node.names:
-                if a.name != "*":
+                if a.name == "*":
+                    self.wildcards.add(self.stmt)
+                else:
                     self._bind(scope, a.asname or a.name, node, "import",
                                ("." * node.level + (node.module or ""), a.name))
         elif kind is ast.ExceptHandler:
@@ -262,6 +265,8 @@ class Program:
         for name, bindings in self.module.bindings.items():
             for b in bindings:
                 self.binds[b.stmt].add(name)
+                if name == "__builtins__":  # where every name bound nowhere else is then looked up
+                    self.wildcards.add(b.stmt)
                 if b.written is not self.module and _in_function(b.written):
                     self.declares[b.stmt].add(name)
         for stmt, node, scope, call in self.mutations:
@@ -304,12 +309,13 @@ class Program:
         for i, bound in enumerate(self.binds):
             for name in bound:
                 binders.setdefault(name, []).append(i)
+        wildcards = sorted(self.wildcards)  # (they may bind any name that no other statement binds)
         found: dict[int, tuple] = {i: ("", None) for i in roots}
         todo = [(name, None) for name in names] + [(name, i) for i in roots for name in self.reads[i]]
         seen = set(names)
         while todo:
             name, via = todo.pop()
-            for i in binders.get(name, ()):
+            for i in binders.get(name, wildcards):
                 if i not in found:
                     found[i] = (name, via)
                     for read in self.reads[i] - seen:

@@ -76,8 +76,9 @@ FAMILIES = [
            "symbolic sizes, logging), not maths",
            _names("compile while_loop vmap fork wait parse_ir parse_schema parse_type_comment "
                   "merge_type_from_type_comment unify_type_list classproperty read_vitals set_vital vitals_enabled "
-                  "FileCheck AVG SUM PRIVATE_OPS info show_config show_runtime test get_include "
-                  "get_device_module")),  # (returns a module: found by tests/admission_walk.py)
+                  "FileCheck AVG SUM PRIVATE_OPS info show_config show_runtime test get_include")),
+    Family("modules by name", "returns a module, which the rule never hands to a value",
+           _names("get_device_module")),  # (found by tests/admission_walk.py)
     Family("parallel and distributed runtime", "runs modules on several devices, threads or processes",
            _names("DataParallel SyncBatchNorm"), where=frozenset({"torch.nn"})),
     Family("code compilation, tracing and the runtime's machinery",  # (numpy.linalg.cond is maths)
@@ -141,6 +142,7 @@ STDLIB = {  # module -> names (a few maths helpers each)
     "time": "perf_counter perf_counter_ns time time_ns monotonic monotonic_ns process_time process_time_ns",
     "random": "random seed uniform gauss normalvariate randint randrange choice choices shuffle sample",
     "warnings": "warn",
+    "copy": "copy deepcopy",  # copies of what is already held (the Annotated Transformer's clones)
 }
 PATHS = {"numpy.lib": "", "torch.backends": ""}  # admitted only as the way to their admitted submodules
 POSITIVE = {  # torch and NumPy modules where only a few names are wanted
