@@ -74,10 +74,13 @@ issue found leaking module dictionaries, replaced here by the generated closed l
 """
 import ast
 import builtins
+import contextlib
 import functools
+import gc
 import importlib
 import re
 import sys
+import threading
 import types
 import typing
 from dataclasses import dataclass, field
@@ -154,9 +157,27 @@ MOST = 20         # refusals kept per statement
 TOO_DEEP = "the code is nested too deeply to be checked; write it in simpler statements."
 
 
+@contextlib.contextmanager
+def _no_gc():
+    """The analysis makes many small objects and no garbage worth collecting: a cyclic collection in the
+    middle (it scans the whole heap, torch's objects included) only costs time, more for larger cells."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def admit(cells: list[dict], tests: dict[str, set], trusted: int = 0) -> Verdict:
     """The verdict on a notebook: ``cells`` ({"label", "source"}, in order; the first ``trusted`` are
     the release's own), ``tests`` {test id: the functions it calls}."""
+    with _no_gc():
+        return _admit(cells, tests, trusted)
+
+
+def _admit(cells: list[dict], tests: dict[str, set], trusted: int) -> Verdict:
     parsed = [_parse(c["source"]) for c in cells]
     deep = [Refusal(c["label"], 1, TOO_DEEP) for c, t in zip(cells, parsed) if t is _TOO_DEEP]
     if deep:
@@ -338,9 +359,15 @@ def _join(a: Kind, b: Kind) -> Kind:
     return VALUE
 
 
+_IMPORTING = threading.Lock()
+
+
 @functools.cache
 def _module(name: str):
-    return importlib.import_module(name)
+    """An admitted module, imported here (one thread at a time: two threads importing torch for the first
+    time at once see it half initialised)."""
+    with _IMPORTING:
+        return importlib.import_module(name)
 
 
 def _member(module_name: str, attr: str):
@@ -369,15 +396,14 @@ def _family(where: str, name: str) -> str | None:
 
 @functools.cache
 def _not_called_ids() -> frozenset:
-    return frozenset(id(getattr(_module(m), n)) for m, names in admitted.NOT_CALLED.items() if m in sys.modules
-                     for n in names)
+    return frozenset(id(getattr(_module(m), n)) for m, names in admitted.NOT_CALLED.items() for n in names)
 
 
 def _not_called(obj) -> bool:
     return isinstance(obj, type) and id(obj) in _not_called_ids() if obj is not None else False
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def _admitted_in(module_name: str) -> dict[int, object]:
     """id -> object of the module and of every object it admits."""
     module = _module(module_name)
@@ -574,14 +600,18 @@ class _Rule:
                     node, offset = target(b)
                     if node is not None:
                         sites.setdefault(id(node), []).append((call, scope, offset))
+        defined: dict[tuple, list] = {}  # (scope, name) -> the functions and classes bound to it there
+        for scope in self.p.scopes:
+            for name, bindings in scope.bindings.items():
+                targets = [id(target(b)[0]) for b in bindings if b.how in ("def", "class")]
+                if targets:
+                    defined[(id(scope), name)] = targets
+                if targets and (len(bindings) > 1 or (scope is self.p.module and name in self.graded)):
+                    escaped.update(targets)
         for read in self.p.reads_list:
             where = self.p.where.get(id(read.node))
             if id(read.node) not in self.p.called and where is not None:
-                escaped |= {id(target(b)[0]) for b in where.bindings.get(read.node.id, [])}
-        for scope in self.p.scopes:
-            for name, bindings in scope.bindings.items():
-                if len(bindings) > 1 or (scope is self.p.module and name in self.graded):
-                    escaped |= {id(target(b)[0]) for b in bindings}
+                escaped.update(defined.get((id(where), read.node.id), ()))
             if scope.kind == "class":
                 escaped |= {id(st) for st in scope.node.body if isinstance(st, ast.FunctionDef)
                             and st.name != "__init__"}
