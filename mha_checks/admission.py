@@ -421,19 +421,21 @@ def _is_admitted(obj) -> bool:
     return any(id(obj) in _admitted_in(name) for name in MODULES if name in sys.modules)
 
 
-KEEP_BOUND = {"property", "cached_property", "lru_cache", "cache", "no_grad", "enable_grad", "inference_mode",
-              "wraps"}  # method decorators that keep `self` bound to the instance
-CLASS_DECORATORS = {"dataclass", "total_ordering"}
+KEEP_BOUND = {"builtins.property", "functools.cached_property", "functools.lru_cache", "functools.cache",
+              "functools.wraps", "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.enable_grad",
+              "torch.autograd.grad_mode.inference_mode"}  # method decorators that keep `self` bound to the instance
+CLASS_DECORATORS = {"dataclasses.dataclass", "functools.total_ordering"}  # (they return the class itself)
+STATIC, CLASS, WRAPS = "builtins.staticmethod", "builtins.classmethod", "functools.wraps"
 
 
 # --- the rule ----------------------------------------------------------------------------------------
 
 class _Found:
-    __slots__ = ("refusal", "path")
+    """A refusal as found, before the path by which a test reaches it is known."""
+    __slots__ = ("refusal",)
 
     def __init__(self, refusal: Refusal):
         self.refusal = refusal
-        self.path = ""
 
     def with_path(self, path: str) -> Refusal:
         if not path:
@@ -539,7 +541,7 @@ class _Rule:
             ok, obj = _member(module, attr)
             return Kind("static", obj, b.name) if ok else VALUE
         if b.how == "def":  # (functools.wraps(f) returns the function it decorates)
-            if all(n == "wraps" for n in self.decorator_names(b.value, b.written)):
+            if all(n == WRAPS for n in self.decorator_names(b.value, b.written)):
                 return Kind("func", frozenset({b.value}), b.name)
             return VALUE
         if b.how == "class":
@@ -556,12 +558,13 @@ class _Rule:
         return VALUE
 
     def decorator_names(self, node, scope: Scope) -> list:
-        """The admitted library objects ``node``'s decorators name (None for any other decorator)."""
+        """The admitted library objects ``node``'s decorators name, as "module.name" (None for any other)."""
         out = []
         for d in node.decorator_list:
             target = d.func if isinstance(d, ast.Call) else d
             kind = self.quiet_kind(target, scope)
-            out.append(getattr(kind.obj, "__name__", None) if kind.tag == "static" else None)
+            obj = kind.obj if kind.tag == "static" else None
+            out.append(f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}" if obj else None)
         return out
 
     def self_kind(self, b: Binding) -> Kind:
@@ -569,9 +572,9 @@ class _Rule:
         of the student's own can hand the bare function to anything)."""
         method, _ = b.value
         names = self.decorator_names(method, b.written.parent)
-        if "staticmethod" in names:
+        if STATIC in names:
             return self.param_kind(b)
-        if "classmethod" in names:
+        if CLASS in names:
             return Kind("class", frozenset({b.written.parent.node}), "cls") if len(names) == 1 else VALUE
         if all(n in KEEP_BOUND for n in names):
             return OWN
@@ -683,9 +686,6 @@ class _Rule:
         self.names[key] = kind
         return kind
 
-    def methods_named(self, name: str) -> list:
-        return self.methods().get(name, [])
-
     def methods(self) -> dict:
         """{name: [def nodes]} of the methods (taking self) of the notebook's classes."""
         if self._methods is None:
@@ -695,7 +695,7 @@ class _Rule:
                     for st in scope.node.body:
                         if isinstance(st, ast.FunctionDef):
                             names = self.decorator_names(st, scope.parent)
-                            if "staticmethod" not in names and "classmethod" not in names:
+                            if STATIC not in names and CLASS not in names:
                                 self._methods.setdefault(st.name, []).append(st)
         return self._methods
 
@@ -866,11 +866,10 @@ class _Rule:
                                "no decorator.")
         for base in node.bases:
             kind = self._expr(base, scope, class_ok=True)
-            if not (kind.tag == "class" or (kind.tag == "static" and (isinstance(kind.obj, type) or
-                                                                    kind.obj is typing.NamedTuple)
-                                           and not kind.not_called)):
-                self.refuse(base, f"the base class `{self.text(base)}` must be one of your classes or a class "
-                                  "the exercises admit, named directly (class Head(torch.nn.Module)).")
+            if not (kind.tag == "class" or (kind.tag == "static" and _base_class(kind.obj))):
+                self.refuse(base, f"the base class `{self.text(base)}` must be one of your classes, object, a "
+                                  "container, an exception, typing.NamedTuple, or torch's nn.Module (a layer) or "
+                                  "Tensor, named directly (class Head(torch.nn.Module)).")
         if node.keywords:
             self.refuse(node, f"class keywords ({self.text(node.keywords[0])}) are not admitted (a metaclass "
                               f"changes how Python builds the class); write `class {node.name}(Base):`.")
@@ -1176,6 +1175,19 @@ class _Rule:
         sample = "every public name" if names is None else ", ".join(sorted(names)[:8]) + ", ..."
         return (f"`{text}` is not a name the exercises admit in {module} (it admits the maths: {sample}; the "
                 f"full list is in mha_checks/admitted.py); {YOURSELF}.")
+
+
+def _base_class(obj) -> bool:
+    """May a notebook class derive from ``obj``? (What its instances inherit from it is on the generated
+    lists: admitted.VALUE_ATTRIBUTES, or refused by admitted.OWN_REFUSED.)"""
+    if obj is typing.NamedTuple or obj in (object, dict, list, tuple, set):
+        return True
+    if not isinstance(obj, type):
+        return False
+    if issubclass(obj, BaseException):
+        return True
+    torch = sys.modules.get("torch")
+    return torch is not None and issubclass(obj, torch.nn.Module | torch.Tensor) and not _not_called(obj)
 
 
 def _method(cls: ast.ClassDef, name: str):

@@ -387,10 +387,11 @@ VALUE_ATTRIBUTES = frozenset("""
 """.split())
 
 OWN_REFUSED = frozenset("""
-    compile const_data_ptr data_ptr is_shared register_backward_hook register_forward_hook register_forward_pre_hook
-    register_full_backward_hook register_full_backward_pre_hook register_hook register_load_state_dict_post_hook
-    register_load_state_dict_pre_hook register_post_accumulate_grad_hook register_state_dict_post_hook
-    register_state_dict_pre_hook set_ share_memory share_memory_ storage storage_type untyped_storage
+    compile const_data_ptr data_ptr grad_fn is_shared register_backward_hook register_forward_hook
+    register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook register_hook
+    register_load_state_dict_post_hook register_load_state_dict_pre_hook register_post_accumulate_grad_hook
+    register_state_dict_post_hook register_state_dict_pre_hook set_ share_memory share_memory_ storage storage_type
+    untyped_storage
 """.split())
 
 OWN_PRIVATE_REFUSED = frozenset("""

@@ -20,7 +20,6 @@ maths. Modules themselves are never members: a submodule is admitted by an entry
 import argparse
 import builtins
 import dataclasses
-import inspect
 import re
 import sys
 import types
@@ -87,7 +86,7 @@ FAMILIES = [
     Family("autograd's graph",
            "hands out autograd's graph of the computation (its nodes hold the library's functions); "
            "use .detach(), .requires_grad or .grad",
-           _names("grad_fn"), where=frozenset({"values"})),
+           _names("grad_fn"), where=frozenset({"values", "bases"})),
     Family("callbacks the library calls later",
            "registers a function the library calls later with its own objects (hooks)",
            pattern=r"^register_.*hook"),
@@ -106,7 +105,8 @@ FAMILIES = [
 ]
 FAMILIES.append(Family("what an exception carries",
                        "is what an exception carries (the library's own objects, a module among them, may be in it)",
-                       _names("value args obj object code exceptions filename filename2"), where=frozenset({"values"})))
+                       _names("value args obj object code exceptions filename filename2"),
+                       where=frozenset({"values"})))  # (an exception of the student's own carries their values)
 FAMILIES.append(Family("Cython classes",
                        "is a class whose methods, read from the class, do not check the object they are called on "
                        "(called on another object, they crash the process: not memory-safe); use the instance "
@@ -319,7 +319,9 @@ def base_surface(value_names: set[str]) -> tuple[list[str], list[str]]:
     """(public, private) names of the library classes a notebook class may derive from that the rule
     does not admit on the student's own objects (what such an object inherits and the student did not
     write): the families' names, and every private name."""
-    bases = [object, nn.Module, nn.Parameter, torch.Tensor, tuple, list, dict, set, BaseException] + _layers()
+    bases = [object, nn.Module, nn.Parameter, torch.Tensor, tuple, list, dict, set, BaseException] + _layers() + [
+        v for v in vars(builtins).values() if isinstance(v, type) and issubclass(v, BaseException)]
+    # (the library classes a notebook class may derive from: mha_checks.admission.BASES)
     public, private = set(), set()
     for base in bases:
         for name in dir(base):

@@ -140,6 +140,14 @@ class OwnLayer(nn.Module):
         return self.lin(x)
 
 
+class OwnTensor(torch.Tensor):
+    """A student's own tensor class (its instances are tensors the rule knows are the student's)."""
+
+
+class OwnError(ValueError):
+    """A student's own exception (what it carries is what the student's code gave it)."""
+
+
 @dataclasses.dataclass
 class OwnConfig:
     n_head: int = 2
@@ -175,6 +183,7 @@ def samples() -> list[tuple[str, object]]:
         ("nn.Linear", nn.Linear(3, 2)), ("nn.LayerNorm", nn.LayerNorm(3)), ("nn.Dropout", nn.Dropout(0.1)),
         ("nn.ModuleList", nn.ModuleList([nn.Linear(2, 2)])), ("nn.Sequential", nn.Sequential(nn.ReLU())),
         ("nn.Embedding", nn.Embedding(3, 2)), ("own layer", OwnLayer()), ("own config", OwnConfig()),
+        ("own tensor", (leaf * 3).as_subclass(OwnTensor)), ("own exception", OwnError(t, a)),
         ("own function", own_function), ("generator", (i for i in range(3))), ("map", map(abs, [1])),
         ("zip", zip([1], [2])), ("enumerate", enumerate([1])), ("reversed", reversed([1, 2])),
         ("dict.keys", {"a": t}.keys()), ("dict.items", {"a": t}.items()), ("range", range(3)), ("slice", slice(1, 2)),
@@ -193,7 +202,7 @@ def samples() -> list[tuple[str, object]]:
     ]
 
 
-OWN_TYPES = (OwnLayer, OwnConfig)
+OWN_TYPES = (OwnLayer, OwnConfig, OwnTensor, OwnError)
 
 
 # --- the walk ------------------------------------------------------------------------------------------

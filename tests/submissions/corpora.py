@@ -11,7 +11,7 @@ and ``free`` cells added after it. ``corpus_course`` grades them all with the co
 as ``make grade`` does.
 """
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 P, S, M, O, A = "01_project", "02_split_heads", "03_merge_heads", "04_output_projection", "05_assembly"
 MHA = "multi_head_attention"
