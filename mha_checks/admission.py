@@ -426,6 +426,7 @@ KEEP_BOUND = {"builtins.property", "functools.cached_property", "functools.lru_c
               "torch.autograd.grad_mode.inference_mode"}  # method decorators that keep `self` bound to the instance
 CLASS_DECORATORS = {"dataclasses.dataclass", "functools.total_ordering"}  # (they return the class itself)
 STATIC, CLASS, WRAPS = "builtins.staticmethod", "builtins.classmethod", "functools.wraps"
+REGISTERS = {"register_module", "add_module", "register_buffer", "register_parameter", "set_submodule"}
 
 
 # --- the rule ----------------------------------------------------------------------------------------
@@ -603,6 +604,8 @@ class _Rule:
                     node, offset = target(b)
                     if node is not None:
                         sites.setdefault(id(node), []).append((call, scope, offset))
+                    if b.how == "def" and not all(n in KEEP_BOUND for n in self.decorator_names(b.value, b.written)):
+                        escaped.add(id(b.value))  # a decorator of its own may call it with anything
         defined: dict[tuple, list] = {}  # (scope, name) -> the functions and classes bound to it there
         for scope in self.p.scopes:
             for name, bindings in scope.bindings.items():
@@ -618,9 +621,10 @@ class _Rule:
             if scope.kind == "class":
                 escaped |= {id(st) for st in scope.node.body if isinstance(st, ast.FunctionDef)
                             and st.name != "__init__"}
-                if any(isinstance(base, ast.Name) and base.id == scope.node.name
-                       for other in self.p.scopes if other.kind == "class" for base in other.node.bases):
-                    escaped.add(id(_method(scope.node, "__init__")))
+                for base in scope.node.bases:  # a subclass's call reaches its bases' __init__ too
+                    kind = self.quiet_kind(base, scope.parent)
+                    if kind.tag == "class":
+                        escaped |= {id(_method(c, "__init__")) for c in kind.obj}
         for key in escaped:
             sites[key] = None
         self._sites = sites
@@ -706,11 +710,19 @@ class _Rule:
             return self._own_attrs
         self._own_attrs = {}
         kinds: dict[str, Kind] = {}
-        for target, value, scope in self.p.attribute_stores:
-            base = self.quiet_kind(target.value, scope)
+        stores = [(t.attr, t.value, value, scope) for t, value, scope in self.p.attribute_stores]
+        for call, scope, _ in self.p.call_list:  # self.register_module('attn', layer): an attribute by its name
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in REGISTERS and call.args:
+                name = call.args[0].value if isinstance(call.args[0], ast.Constant) else None
+                value = call.args[1] if len(call.args) > 1 else None
+                for attr in ([name] if isinstance(name, str) else list(kinds) + list(self.methods())):
+                    stores.append((attr, func.value, value, scope))
+        for attr, base_node, value, scope in stores:
+            base = self.quiet_kind(base_node, scope)
             if base.tag in ("own", "func", "class"):
                 k = self.quiet_kind(value, scope) if value is not None else VALUE
-                kinds[target.attr] = _join(kinds[target.attr], k) if target.attr in kinds else k
+                kinds[attr] = _join(kinds[attr], k) if attr in kinds else k
         for scope in self.p.scopes:
             if scope.kind == "class":
                 for name, bindings in scope.bindings.items():

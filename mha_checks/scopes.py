@@ -221,7 +221,8 @@ class Program:
         inner = self._scope("function", node, scope)
         positional = args.posonlyargs + args.args
         for i, a in enumerate(positional + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]):
-            how = "first" if i == 0 and a in positional and scope.kind == "class" else "param"
+            how = "first" if i == 0 and a in positional and scope.kind == "class" and not isinstance(node, ast.Lambda) \
+                else "param"
             self._bind(inner, a.arg, a, how, (node, i))
         for statement in (node.body if isinstance(node.body, list) else [node.body]):
             self._walk(statement, inner)

@@ -148,6 +148,16 @@ ROUTES = {
         "class A:\n    pass\n\n\ndef f(x):\n    return [A]\n",
         "class A(torch.nn.Module):\n    def f(self):\n        return self.compile\n",
         "def f(x):\n    for head in [torch.nn.Linear(2, 2)]:\n        head.func_globals = 1\n",
+        # (a parameter is known only from every call of a function that cannot be called otherwise)
+        "def deco(fn):\n    return lambda *a: fn(np.random.seed)\n\n\n@deco\ndef g(cfg):\n    return cfg.func_globals\n\n\n"
+        "class C:\n    pass\n\n\ndef f(x):\n    return g(C())\n",
+        "class C:\n    def __init__(self, cfg):\n        self.v = cfg.func_globals\n\n\nAlias = C\n\n\nclass D(Alias):\n"
+        "    pass\n\n\ndef f(x):\n    return C(C(None)), D(np.random.seed)\n",
+        "class A:\n    m = lambda self: self.func_globals\n\n\ndef f(x):\n    return A.m(np.random.seed)\n",
+        "class A(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.attn = B()\n"
+        "        self.register_module('attn', torch.nn.Linear(2, 2))\n\n    def forward(self, x):\n"
+        "        return self.attn.func_globals\n\n\nclass B(torch.nn.Module):\n    pass\n",
+        "class A(np.float64):\n    pass\n",
     ],
     "the libraries and Python itself changed": [
         "torch.softmax = lambda x, dim: x\n",
