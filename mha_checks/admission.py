@@ -34,9 +34,11 @@ the kernel ran (:func:`visible_refusals`), so ``nbgrader validate`` shows the gr
   scalars, dtypes, devices, sizes, named tuples, generators, containers, strings, numbers, torch's
   layers and the exercise-5 stand-in, by family), or when the analysis *knows* the value is the
   student's own object: ``self`` (or ``cls``) in a method of a notebook class whose decorators keep
-  it bound, ``super()``, a name bound only to a call of a notebook class, an attribute of an own
-  object that only ever holds such a call, a notebook function, or a parameter that every call of a
-  function that never escapes passes such an object. On its own object the student may read any
+  it bound (``property``, ``functools.cache``, ``torch.no_grad()``...), ``super()``, a name bound only
+  to a call of a notebook class (or of a notebook function whose every return is one), an attribute
+  of an own object that only ever holds one, a notebook function, or a parameter that every call
+  passes one, of a function that cannot be called otherwise (never read but to be called, bound
+  once, not graded, no decorator of the student's own). On its own object the student may read any
   name except the machinery its library base classes bring (``admitted.OWN_REFUSED``; a private
   ``_name`` only when the notebook itself binds it there). Never is a name admitted because it is
   "public and on no known type". A notebook class or method never escapes into a value (it is only
