@@ -38,8 +38,12 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
                 "status": "missing" if missing else "unreadable", "seconds": 0.0, "sandbox_s": 0.0}
     try:
         prog = notebooks.program(release, nb)
-        refused = admission.refusals(prog.cells)  # the ready-made rule, decided here before anything runs
-        job = _job(prog, [] if refused else release.grade_cells, cases)
+        # the ready-made rule, decided here before anything runs: what each test's functions reach, and
+        # only that, runs; a test whose functions reach refused code is not run
+        calls = {g.id: {c.function for c in cases.get(g.id, [])} for g in release.grade_cells}
+        ruling = admission.admit(prog.cells, calls, trusted=len(release.setup))
+        prog.cells = ruling.cells
+        job = _job(prog, [g for g in release.grade_cells if g.id not in ruling.refused], cases)
     except Exception as err:  # noqa: BLE001 - a notebook that breaks the static checks is that notebook's problem
         return _ungradable(release, err, start)
     report = sandbox.run(job, limits, unsafe) if job["tests"] \
@@ -53,7 +57,7 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
                 "notes": [f"sandbox: {frames.text(report.stderr.strip(), 500)}"], "status": "infra",
                 "seconds": round(time.monotonic() - start, 3), **timing}
     try:
-        tests = _judge_all(release, cases, refused, prog, report, job, limits)
+        tests = _judge_all(release, cases, ruling, prog, report, job, limits)
     except Exception as err:  # noqa: BLE001 - whatever one notebook's results hold, the run goes on
         return {**_ungradable(release, err, start), **timing}
     return {"tests": tests, "notes": prog.notes, "status": "graded", "seconds": round(time.monotonic() - start, 3),
@@ -80,13 +84,14 @@ def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
     return {"torch": torch, "cells": prog.cells, "tests": tests}
 
 
-def _judge_all(release, cases, refused, prog, report, job, limits) -> list[dict]:
+def _judge_all(release, cases, ruling, prog, report, job, limits) -> list[dict]:
     events = frames.events(report.records, job)
     if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
         raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
     tests = []
     for g in release.grade_cells:
-        verdict = (False, admission.explain(refused), "ready-made or forbidden code") if refused else \
+        found = ruling.refused.get(g.id)
+        verdict = (False, admission.explain(found), "ready-made or forbidden code") if found else \
             _judge_test(g, cases[g.id], events.get(g.id, {}), prog, report, limits)
         tests.append(_result(g, *verdict))
     return tests

@@ -252,37 +252,13 @@ def syntax_size(code: str, budget: int) -> tuple[int, str | None]:
     return count, None
 
 
-COURSE_PACKAGES = {"mha_lib", "mha_checks", "mha_grader"}
-
-
-def _course_import(node: ast.AST) -> bool:
-    """`import mha_checks` / `from mha_lib import ...`: the visible tests' plumbing, not an answer."""
-    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [getattr(node, "module", "") or ""]
-    return isinstance(node, ast.Import | ast.ImportFrom) and all(n.split(".")[0] in COURSE_PACKAGES for n in names)
-
-
-def definitions_only(code: str) -> str:
-    """From a free cell, the top-level imports, functions, classes and plain assignments (a
-    helper the student wrote there); demos, prints, experiments and the course's own test
-    imports are not run."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return ""
-    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    nodes = [n for n in tree.body if (isinstance(n, keep) and not _course_import(n)) or (
-        isinstance(n, ast.Assign | ast.AnnAssign) and all(isinstance(t, ast.Name) for t in
-                                                          (n.targets if isinstance(n, ast.Assign) else [n.target])))]
-    return "\n".join(ast.get_source_segment(code, n) or "" for n in nodes)
-
-
 def program(release: Release, nb: dict) -> Program:
-    """The cells to run for ``nb``: the release's read-only cells, then the student's solution
-    cells (whole) and the definitions of their other code cells, in the student's order."""
+    """The candidate cells for ``nb``: the release's read-only cells, then the student's code cells
+    (solution cells by their grade id, the others as "cell N"), in the student's order. Which of their
+    statements run is decided by the ready-made rule (:func:`mha_checks.admission.admit`): only what the
+    graded functions reach, so a free cell's plots, timing and try-it comparisons never run."""
     prog = Program(cells=[dict(c) for c in release.setup])
     locked = {c["label"] for c in release.setup} | {g.id for g in release.grade_cells}
-    given = {source(c).strip() for c in release.cells if c.get("cell_type") == "code"
-             and not nbgrader_meta(c).get("solution")}  # the release's own code (tests, try-it cells)
     found: dict[str, int] = {}
     student = []
     for i, cell in enumerate(nb["cells"]):
@@ -290,7 +266,7 @@ def program(release: Release, nb: dict) -> Program:
             continue
         meta, code = nbgrader_meta(cell), source(cell)
         gid = meta.get("grade_id")
-        if gid in locked or code.strip() in given:
+        if gid in locked or not code.strip():
             continue
         if gid in release.solutions and gid not in found:
             found[gid] = i
@@ -305,8 +281,8 @@ def program(release: Release, nb: dict) -> Program:
             prog.notes.append(f"Cell {i + 1} lost its nbgrader metadata; it is graded as the answer "
                               f"{owner!r} because it defines {', '.join(release.solutions[owner])}.")
             student.append({"label": owner, "source": code})
-        elif definitions := definitions_only(code):
-            student.append({"label": f"cell {i + 1}", "source": definitions})
+        else:
+            student.append({"label": f"cell {i + 1}", "source": code})
     prog.missing = [s for s in release.solutions if s not in found]
     prog.cells += student
     prog.notes += tampering(release, nb)
