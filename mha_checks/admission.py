@@ -38,7 +38,13 @@ the kernel ran (:func:`visible_refusals`), so ``nbgrader validate`` shows the gr
   to a call of a notebook class (or of a notebook function whose every return is one), an attribute
   of an own object that only ever holds one, a notebook function, or a parameter that every call
   passes one, of a function that cannot be called otherwise (never read but to be called, bound
-  once, not graded, no decorator of the student's own). On its own object the student may read any
+  once, not graded, no decorator of the student's own). "Only ever holds one" counts every writer,
+  the library's included: a name the library may set on an object of a notebook class is never
+  known to be the student's (``admitted.LIBRARY_HELD``: what the base classes and their instances
+  hold, StopIteration's ``value``, nn.Module's ``_modules``; a dataclass's or NamedTuple's fields,
+  which their constructors set; any name at all where a container keyed by names is a base, a
+  layer is registered under a name given at run time, or ``functools.wraps`` copies attributes),
+  and a library class's ``__init__`` may be called on the student's object only for a base class. On its own object the student may read any
   name except the machinery its library base classes bring (``admitted.OWN_REFUSED``; a private
   ``_name`` only when the notebook itself binds it there). Never is a name admitted because it is
   "public and on no known type". A notebook class or method never escapes into a value (it is only
@@ -48,6 +54,9 @@ the kernel ran (:func:`visible_refusals`), so ``nbgrader validate`` shows the gr
   (``getattr``, ``vars``, ``eval``, ``exec``, ``compile``, ``__import__``, ``open``, ``type``, ``id``)
   are not admitted; a module-level or class-level binding may not hide one (until it runs, the name
   is the builtin); a function's own parameter may (``def f(type)``).
+* *Scopes*: as Python resolves them, class bodies included: a name a class body binds is read there
+  from the class, else from the module or builtins (``LOAD_NAME``: never from a function around the
+  class), so a call there before the class's own binding may call the module's function.
 * *Names*: no dunder is ever bound (``import torch as __builtins__``, ``global __builtins__``), no
   dunder is read but ``__name__``, ``__qualname__``, ``__doc__`` and ``__init__``; a class defines
   only the ordinary dunder methods (:data:`DUNDER_DEFS`: no ``__getattr__``, ``__torch_function__``,
@@ -458,6 +467,8 @@ class _Rule:
         self._lines = [None] * len(cells)
         self._methods = None
         self._own_attrs = None
+        self._any_name = None  # (library_sets)
+        self._fields = frozenset()
         self._sites = None
 
     # -- entry --
@@ -508,8 +519,9 @@ class _Rule:
                 kinds.append(self.builtin_kind(name))
             return functools.reduce(_join, kinds)
         kinds = [self.binding_kind(b) for b in where.bindings.get(name, [])]
-        if where.kind == "class":  # a class body falls back to the module (and builtins)
-            kinds.append(self.name_kind(name, self.p.enclosing(where.parent, name)))
+        if where.kind == "class":  # a name a class body binds is read there as Python's LOAD_NAME reads it: the
+            kinds.append(self.name_kind(name, self.p.module))  # class's, else the module's or a builtin (never
+            #                                                    an enclosing function's, even in a function)
         return functools.reduce(_join, kinds) if kinds else VALUE
 
     def builtin_kind(self, name: str) -> Kind:
@@ -602,7 +614,7 @@ class _Rule:
 
         for call, scope, _ in self.p.call_list:
             if isinstance(call.func, ast.Name):
-                for b in self.scope_of_read(call.func, scope).bindings.get(call.func.id, []):
+                for b in self._bindings_read(call.func, scope):
                     node, offset = target(b)
                     if node is not None:
                         sites.setdefault(id(node), []).append((call, scope, offset))
@@ -619,7 +631,9 @@ class _Rule:
         for read in self.p.reads_list:
             where = self.p.where.get(id(read.node))
             if id(read.node) not in self.p.called and where is not None:
-                escaped.update(defined.get((id(where), read.node.id), ()))
+                for scope in [where] + ([self.p.module] if where.kind == "class" else []):
+                    escaped.update(defined.get((id(scope), read.node.id), ()))
+        for scope in self.p.scopes:
             if scope.kind == "class":
                 escaped |= {id(st) for st in scope.node.body if isinstance(st, ast.FunctionDef)
                             and st.name != "__init__"}
@@ -631,6 +645,15 @@ class _Rule:
             sites[key] = None
         self._sites = sites
         return sites
+
+    def _bindings_read(self, node: ast.Name, scope: Scope) -> list:
+        """The bindings a read of ``node`` may find: in a class body, a name the class binds may still be the
+        module's (or a builtin) when it is read before the class's own binding runs."""
+        where = self.scope_of_read(node, scope)
+        found = list(where.bindings.get(node.id, []))
+        if where.kind == "class":
+            found += self.p.module.bindings.get(node.id, [])
+        return found
 
     def param_kind(self, b: Binding) -> Kind:
         node, position = b.value
@@ -707,7 +730,7 @@ class _Rule:
 
     def own_attrs(self) -> dict:
         """{attribute: kind} of what the notebook's own objects hold under each name (assignments to an
-        attribute of an own object, class-level names)."""
+        attribute of an own object, class-level names, layers registered by name)."""
         if self._own_attrs is not None:
             return self._own_attrs
         self._own_attrs = {}
@@ -715,11 +738,13 @@ class _Rule:
         stores = [(t.attr, t.value, value, scope) for t, value, scope in self.p.attribute_stores]
         for call, scope, _ in self.p.call_list:  # self.register_module('attn', layer): an attribute by its name
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr in REGISTERS and call.args:
-                name = call.args[0].value if isinstance(call.args[0], ast.Constant) else None
+            if isinstance(func, ast.Attribute) and func.attr in REGISTERS:
+                name = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
+                if not isinstance(name, str) or self.quiet_kind(func.value, scope).tag == "static":
+                    self._any_name = True  # (a name given at run time, or by keyword; through the library's class)
+                    continue
                 value = call.args[1] if len(call.args) > 1 else None
-                for attr in ([name] if isinstance(name, str) else list(kinds) + list(self.methods())):
-                    stores.append((attr, func.value, value, scope))
+                stores.append((name.rpartition(".")[2], func.value, value, scope))
         for attr, base_node, value, scope in stores:
             base = self.quiet_kind(base_node, scope)
             if base.tag in ("own", "func", "class"):
@@ -733,6 +758,31 @@ class _Rule:
                         kinds[name] = _join(kinds[name], k) if name in kinds else k
         self._own_attrs = kinds
         return kinds
+
+    def library_sets(self, attr: str) -> bool:
+        """May the library, not the notebook's own code, set ``attr`` on an object of a notebook class? It may
+        for every name its base classes hold (admitted.LIBRARY_HELD: StopIteration's ``value``, a layer's
+        ``weight``, nn.Module's ``_modules``), for a field of a dataclass or a NamedTuple (their generated
+        constructors store whatever they are given: any annotated class-level name counts), and for any name
+        in a notebook that derives from a container keyed by names (ParameterDict...), registers a layer
+        under a name given at run time, or uses functools.wraps (it copies an object's attributes)."""
+        if self._any_name is None:
+            self.own_attrs()
+            keyed = tuple(getattr(_module("torch.nn"), n) for n in admitted.KEYED_BASES)
+            fields, any_name = set(), bool(self._any_name)
+            for scope in self.p.scopes:
+                if scope.kind != "class":
+                    continue
+                fields |= {st.target.id for st in scope.node.body
+                           if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)}
+                for base in scope.node.bases:
+                    kind = self.quiet_kind(base, scope.parent)
+                    any_name |= kind.tag == "static" and isinstance(kind.obj, type) and issubclass(kind.obj, keyed)
+            any_name |= "wraps" in self.p.attribute_loads or any(
+                b.how == "import" and b.value[1] == "wraps" for sc in self.p.scopes for bs in sc.bindings.values()
+                for b in bs)
+            self._fields, self._any_name = frozenset(fields), any_name
+        return self._any_name or attr in admitted.LIBRARY_HELD or attr in self._fields
 
     # -- expressions, quietly (no refusal: used while binding) --
 
@@ -1051,8 +1101,9 @@ class _Rule:
             return UNBOUND  # (a NameError when it runs, before anything else)
         own = base.tag in ("own", "func", "class")
         if attr.startswith("__") and attr.endswith("__"):
-            if attr in DUNDER_READ and loads or attr == "__init__" and loads and base.tag in ("own", "class", "static"):
-                return VALUE
+            if attr in DUNDER_READ and loads or attr == "__init__" and loads and (
+                    base.tag in ("own", "class") or base.tag == "static" and _base_class(base.obj)):
+                return VALUE  # (a library class's __init__ sets only the names its instances hold: LIBRARY_HELD)
             refuse(f"`{self.text(node)}` uses one of Python's own names (`{attr}`), which reach the machinery of "
                    f"Python or torch; {YOURSELF}.")
             return VALUE
@@ -1112,7 +1163,7 @@ class _Rule:
 
     def _own_attribute(self, attr: str) -> Kind:
         kind = self.own_attrs().get(attr)
-        return kind if kind is not None and kind.tag == "own" else VALUE
+        return kind if kind is not None and kind.tag == "own" and not self.library_sets(attr) else VALUE
 
     def _own_name(self, attr: str) -> bool:
         return attr in self.own_attrs() or attr in self.methods()

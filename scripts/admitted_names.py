@@ -78,6 +78,9 @@ FAMILIES = [
                   "FileCheck AVG SUM PRIVATE_OPS info show_config show_runtime test get_include")),
     Family("modules by name", "returns a module, which the rule never hands to a value",
            _names("get_device_module")),  # (found by tests/admission_walk.py)
+    Family("imports by a string", "imports a module and reads its attributes by a dotted name given at run "
+           "time (any module, any attribute: a way around the rule); use torch.set_default_dtype",
+           _names("set_default_tensor_type"), where=frozenset({"torch"})),
     Family("parallel and distributed runtime", "runs modules on several devices, threads or processes",
            _names("DataParallel SyncBatchNorm"), where=frozenset({"torch.nn"})),
     Family("code compilation, tracing and the runtime's machinery",  # (numpy.linalg.cond is maths)
@@ -263,12 +266,15 @@ def _layer_instances() -> list:
     for cls in _layers():
         if not issubclass(cls, nn.Module):
             continue
-        for args in ((), (3,), (3, 4), (3, 4, 2), ([3],)):
+        for args in ((), (3,), (3, 4), (3, 4, 2), ([3],), (2, 4), (1, (2, 2)), ("LSTM", 3, 4), (3, 4, True, 4),
+                     (4, 6, [2])):
             try:
                 out.append(cls(*args))
                 break
             except Exception:  # noqa: BLE001 - a layer that needs other arguments: the next pattern
                 continue
+        else:  # (its instances' attributes would be unknown: add a pattern that builds it)
+            raise SystemExit(f"no sample of torch.nn.{cls.__name__}: add arguments that build it")
     return out
 
 
@@ -315,23 +321,36 @@ def value_attributes() -> tuple[list[str], dict[str, list[str]]]:
     return sorted(admitted), {k: sorted(v) for k, v in excluded.items()}
 
 
-def base_surface(value_names: set[str]) -> tuple[list[str], list[str]]:
-    """(public, private) names of the library classes a notebook class may derive from that the rule
-    does not admit on the student's own objects (what such an object inherits and the student did not
-    write): the families' names, and every private name."""
-    bases = [object, nn.Module, nn.Parameter, torch.Tensor, tuple, list, dict, set, BaseException] + _layers() + [
+def _bases() -> list[type]:
+    """The library classes a notebook class may derive from (mha_checks.admission._base_class)."""
+    return [object, nn.Module, nn.Parameter, torch.Tensor, tuple, list, dict, set, BaseException] + _layers() + [
         v for v in vars(builtins).values() if isinstance(v, type) and issubclass(v, BaseException)]
-    # (the library classes a notebook class may derive from: mha_checks.admission.BASES)
-    public, private = set(), set()
-    for base in bases:
-        for name in dir(base):
-            if name.startswith("__") and name.endswith("__"):
-                continue
-            if name.startswith("_"):
-                private.add(name)
-            elif name not in value_names and family(name, "bases") is not None:
-                public.add(name)
-    return sorted(public), sorted(private)
+
+
+def base_surface(value_names: set[str]) -> tuple[list[str], list[str], list[str]]:
+    """(public refused, private, held) names of the library classes a notebook class may derive from:
+    the public names of the families the rule does not admit on the student's own objects, every private
+    name, and every name an instance may hold that the library sets or defines (dir() of each base, and
+    the attributes a sample instance holds: a layer's ``weight``, nn.Module's ``_modules``). A held name of
+    a notebook object is never known to hold the student's own object: the library may have set it."""
+    public, private, held = set(), set(), set()
+    samples = [nn.Module(), nn.Parameter(torch.zeros(1)), torch.zeros(1)] + _layer_instances()
+    names = [set(dir(base)) for base in _bases()] + [set(dir(s)) | _instance_names(s) for s in samples]
+    for name in set().union(*names):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        held.add(name)
+        if name.startswith("_"):
+            private.add(name)
+        elif name not in value_names and family(name, "bases") is not None:
+            public.add(name)
+    return sorted(public), sorted(private), sorted(held)
+
+
+def keyed_bases() -> list[str]:
+    """torch.nn's containers whose items are also attributes under names given as data (ModuleDict,
+    ParameterDict, Sequential...): a notebook class derived from one holds any name the library sets."""
+    return sorted(c.__name__ for c in _layers() if issubclass(c, nn.Module) and "__getitem__" in vars(c))
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -355,13 +374,15 @@ def _names_literal(names, indent: int = 4) -> str:
 def generate() -> str:
     table, excluded, not_called = module_table()
     values, value_excluded = value_attributes()
-    own_public, own_private = base_surface(set(values))
+    own_public, own_private, held = base_surface(set(values))
     out = [f'''"""What the ready-made rule admits, generated by scripts/admitted_names.py from torch {torch.__version__.split("+")[0]}
 and NumPy {np.__version__} (do not edit by hand: run the script, then review the diff).
 
 MODULES: each admitted module and the names it admits (None: every public name). VALUE_ATTRIBUTES: the
 attributes any value may be read through. NOT_CALLED: names admitted in isinstance and annotations only.
 OWN_REFUSED: names a notebook's own object may not use (its library base classes' machinery).
+LIBRARY_HELD: every name the library may set or define on an object of a notebook class (never known to
+hold the student's own object). KEYED_BASES: torch.nn's containers whose items are attributes of any name.
 EXCLUDED: every public name left out, by family, and FAMILIES: why (the rule's refusals quote it).
 """
 TORCH_VERSION = "{torch.__version__.split("+")[0]}"
@@ -386,6 +407,8 @@ FAMILIES = {{''']
     out.append("}\n\nVALUE_ATTRIBUTES = " + _names_literal(values) + "\n")
     out.append("OWN_REFUSED = " + _names_literal(own_public) + "\n")
     out.append("OWN_PRIVATE_REFUSED = " + _names_literal(own_private) + "\n")
+    out.append("LIBRARY_HELD = " + _names_literal(held) + "\n")
+    out.append("KEYED_BASES = frozenset(" + repr(keyed_bases()) + ")\n")
     out.append("EXCLUDED = {  # family -> {module or 'values': names}")
     for fam in sorted(set(excluded) | set(value_excluded)):
         out.append(f"    {fam!r}: {{")

@@ -159,6 +159,38 @@ ROUTES = {
         "        return self.attn.func_globals\n\n\nclass B(torch.nn.Module):\n    pass\n",
         "class A(np.float64):\n    pass\n",
     ],
+    "own attributes the library sets, and class bodies read as Python reads them (found from outside)": [
+        # a dataclass's or a NamedTuple's constructor stores whatever it is given under a field
+        "from dataclasses import dataclass\n\nclass Own:\n    pass\n\n\n@dataclass\nclass Box:\n    v: object = Own()\n\n\n"
+        "def f(x):\n    return Box(np.random.seed).v.func_globals\n",
+        "from typing import NamedTuple\n\nclass Own:\n    pass\n\n\nclass Box(NamedTuple):\n    v: object = Own()\n\n\n"
+        "def f(x):\n    return Box(np.random.seed).v.func_globals\n",
+        # a library base class sets its own names (StopIteration's value), whatever the notebook sets elsewhere
+        "class Own:\n    pass\n\n\nclass Z:\n    def __init__(self):\n        self.value = Own()\n\n\n"
+        "class E(StopIteration):\n    pass\n\n\ndef f(x):\n    return Z(), E(np.random.seed).value.func_globals\n",
+        "class Own:\n    pass\n\n\nclass Z:\n    obj = Own()\n\n\nclass E(AttributeError):\n    pass\n\n\n"
+        "def f(x):\n    return E(name='n', obj=np.random.seed).obj.func_globals\n",
+        # a container whose items are attributes of any name
+        "class Own:\n    pass\n\n\nclass Z:\n    zzz = Own()\n\n\nclass P(torch.nn.ParameterDict):\n    pass\n\n\n"
+        "def f(x):\n    return P({'zzz': np.random.seed}).zzz.func_globals\n",
+        # nn.Module's own registries, written as items
+        "class Own:\n    pass\n\n\nclass Z:\n    zzz = Own()\n    _modules = None\n\n\nclass M(torch.nn.Module):\n"
+        "    def __init__(self, s):\n        super().__init__()\n        self._modules['zzz'] = s\n\n\n"
+        "def f(x):\n    return M(np.random.seed).zzz.func_globals\n",
+        # functools.wraps copies an object's attributes onto another
+        "import functools\n\nclass Own:\n    pass\n\n\nclass Z:\n    pyfunc = Own()\n\n\n"
+        "def f(x):\n    z = Z()\n    functools.wraps(np.vectorize(np.random.seed))(z)\n    return z.pyfunc.func_globals\n",
+        # a library class's __init__ called on the student's object sets the names of its own instances
+        "class Own:\n    pass\n\n\nclass Z:\n    pyfunc = Own()\n\n\n"
+        "def f(x):\n    z = Z()\n    np.vectorize.__init__(z, np.random.seed)\n    return z.pyfunc.func_globals\n",
+        # a class body calls the module's function before its own name of the same name is bound
+        "class Own:\n    pass\n\n\ndef g(cfg):\n    return cfg.func_globals\n\n\nclass C:\n    r = g(np.random.seed)\n"
+        "    g = 3\n\n\ndef f(x):\n    return g(Own()), C.r\n",
+        # a name a class body binds is read there from the module (or builtins), never from the function around it
+        "def f(x):\n    eval = None\n\n    class C:\n        k = eval('1')\n        eval = None\n    return C.k\n",
+        # torch's old default-type setter imports any module by a dotted name
+        "def f(x):\n    torch.set_default_tensor_type('os.system')\n",
+    ],
     "the libraries and Python itself changed": [
         "torch.softmax = lambda x, dim: x\n",
         "class Meta(type):\n    pass\n",

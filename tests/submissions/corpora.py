@@ -1181,6 +1181,66 @@ READY_MADE = [
     _route("r44_torch_load", _HEAD + "    return torch.load('/tmp/answer.pt'), None\n", "unpickles"),
     _route("r45_monkeypatch_inside", _HEAD + "    torch.nn.functional.linear = torch.nn.functional.scaled_dot_product_"
            "attention\n" + _HEADS + "    out = q\n" + _BACK, "may not be changed"),
+    # (found from outside after #25: the library, not the notebook, sets what an own object holds; class bodies)
+    _route("r47_dataclass_field_launders_a_value", "import numpy as np\nfrom dataclasses import dataclass\n\n\n" + _c('''
+        class Own:
+            pass
+
+
+        @dataclass
+        class Box:
+            v: object = Own()
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            builtins = Box(np.random.seed).v.func_globals['__builtins__']
+            forward = builtins.eval("__import__('torch').nn.functional.multi_head_attention_forward")
+    ''') + _MASK + "    out, w = forward" + _FWD_ARGS + "    return out.transpose(0, 1), w\n", "func_globals"),
+    _route("r48_exception_value_named_own_elsewhere", "import numpy as np\n\n\n" + _c('''
+        class Own:
+            pass
+
+
+        class Holder:
+            def __init__(self):
+                self.value = Own()
+
+
+        class Carrier(StopIteration):
+            pass
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            Holder()
+            builtins = Carrier(np.random.seed).value.func_globals['__builtins__']
+            forward = builtins.eval("__import__('torch').nn.functional.multi_head_attention_forward")
+    ''') + _MASK + "    out, w = forward" + _FWD_ARGS + "    return out.transpose(0, 1), w\n", "func_globals"),
+    _route("r49_class_body_in_a_function_reads_the_builtin", _HEAD + _body('''
+        eval = None
+
+        class Kernel:
+            run = eval("__import__('torch').nn.functional.multi_head_attention_forward")
+            eval = None
+    ''') + _MASK + "    out, w = Kernel.run" + _FWD_ARGS + "    return out.transpose(0, 1), w\n", "`eval`"),
+    _route("r50_class_body_calls_the_module_function", "import numpy as np\n\n\n" + _c('''
+        class Own:
+            func_globals = None
+
+
+        def unwrap(cfg):
+            return cfg.func_globals
+
+
+        class Table:
+            found = unwrap(np.random.seed)
+            unwrap = None
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            unwrap(Own())
+            forward = Table.found['__builtins__'].eval(
+                "__import__('torch').nn.functional.multi_head_attention_forward")
+    ''') + _MASK + "    out, w = forward" + _FWD_ARGS + "    return out.transpose(0, 1), w\n", "func_globals"),
     _route("r46_exception_value", _HEAD + _HEADS + "    try:\n        raise StopIteration(F)\n"
            "    except StopIteration as err:\n        out = err.value.scaled_dot_product_attention" + _SDPA + "\n"
            + _BACK, "exception carries"),
