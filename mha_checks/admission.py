@@ -13,7 +13,9 @@ function reaches the statements that bind it, then those that bind the module-le
 read, and so on (:meth:`mha_checks.scopes.Program.reach`, with Python's own scoping). Only reached
 statements are judged and run, in the notebook's order, with their lines where they were; the rest
 (plots, timing, prints, the try-it comparison with torch's own module) is neither run nor judged.
-A refused statement costs only the tests whose functions reach it; its message says what was
+A star import of a module the exercises do not admit (a free cell's ``from pylab import *``) is
+taken to bind no builtin's name: a graded function that reads ``len`` reads the builtin, as it runs
+here. A refused statement costs only the tests whose functions reach it; its message says what was
 refused, why, what reached it, and what to write instead. The release's read-only cells always run
 and are not judged (they are the course's). The visible tests apply the same function to the cells
 the kernel ran (:func:`visible_refusals`), so ``nbgrader validate`` shows the grader's verdict.
@@ -32,7 +34,8 @@ the kernel ran (:func:`visible_refusals`), so ``nbgrader validate`` shows the gr
 * *Values* (everything computed at run time): an attribute of a value is admitted only when its
   name is on ``admitted.VALUE_ATTRIBUTES`` (the public attributes of tensors, arrays, their
   scalars, dtypes, devices, sizes, named tuples, generators, containers, strings, numbers, torch's
-  layers and the exercise-5 stand-in, by family), or when the analysis *knows* the value is the
+  layers and the exercise-5 stand-in, by family), or is a field of a ``collections.namedtuple`` whose
+  fields are written out (an item of the tuple), or when the analysis *knows* the value is the
   student's own object: ``self`` (or ``cls``) in a method of a notebook class whose decorators keep
   it bound (``property``, ``functools.cache``, ``torch.no_grad()``...), ``super()``, a name bound only
   to a call of a notebook class (or of a notebook function whose every return is one), an attribute
@@ -85,6 +88,7 @@ issue found leaking module dictionaries, replaced here by the generated closed l
 """
 import ast
 import builtins
+import collections
 import contextlib
 import functools
 import gc
@@ -198,7 +202,8 @@ def _admit(cells: list[dict], tests: dict[str, set], trusted: int) -> Verdict:
         program = Program(trees)
         rule = _Rule(program, cells, set().union(*tests.values()) if tests else set())
         roots = {i for i, (c, _) in enumerate(program.statements) if c < trusted}
-        by_functions = {fns: program.reach(set(fns), roots) for fns in {frozenset(f) for f in tests.values()}}
+        binds = functools.partial(_wildcard_binds, program)
+        by_functions = {fns: program.reach(set(fns), roots, binds) for fns in {frozenset(f) for f in tests.values()}}
         reaches = {t: by_functions[frozenset(fns)] for t, fns in tests.items()}
         every = set().union(*reaches.values()) if reaches else set()
         found = rule.judge(sorted(every - roots))
@@ -249,7 +254,7 @@ def visible_refusals(function: str, namespace: dict, fallback_source: str = "") 
     if parsed is None:
         return []
     program = Program([parsed])
-    reach = program.reach({function})
+    reach = program.reach({function}, binds=functools.partial(_wildcard_binds, program))
     found = _Rule(program, cells, {function}, namespace).judge(sorted(reach))
     return [r.refusal for i in sorted(found) for r in found[i]][:MOST]
 
@@ -275,6 +280,16 @@ def _parse(source: str):
         return None
     except (RecursionError, MemoryError):
         return _TOO_DEEP
+
+
+def _wildcard_binds(program: Program, statement: int, name: str) -> bool:
+    """May the wildcard ``statement`` bind ``name``, which no other statement binds? Any name, but that a
+    star import of a module the exercises do not admit (a free cell's ``from pylab import *``) is taken to
+    leave the builtins as they are: it is neither run nor judged, so a graded function that reads ``len``
+    reads the builtin, as the grader runs it. (A star import of an admitted module is reached: it is refused,
+    and its message says to import the names used.)"""
+    module = program.star_modules.get(statement)
+    return module is None or module in MODULES or name not in vars(builtins)
 
 
 def _selected(cells, parsed, program: Program, run: set[int], trusted: int, graded: set) -> list[dict]:
@@ -335,8 +350,9 @@ def _path(program: Program, reach: dict, i: int, functions: set) -> str:
 
 @dataclass(frozen=True)
 class Kind:
-    tag: str                 # static | own | class | func | value | conflict | builtin-refused
-    obj: object = None       # static: the object; class: frozenset of ClassDef nodes
+    tag: str                 # static | own | class | func | records | record | value | conflict | builtin-refused
+    obj: object = None       # static: the object; class: frozenset of ClassDef nodes; records (a class made by
+    #                          collections.namedtuple) and record (its instance): frozenset of its field names
     text: str = ""
 
     @property
@@ -563,7 +579,7 @@ class _Rule:
             return Kind("class", frozenset({b.value}), b.name)
         if b.how == "alias":
             kind = self.quiet_kind(b.value, b.written)
-            return kind if kind.tag in ("static", "class", "own", "func") else VALUE
+            return kind if kind.tag in ("static", "class", "own", "func", "records", "record") else VALUE
         if b.how == "first":
             return self.self_kind(b)
         if b.how == "param":
@@ -1145,8 +1161,8 @@ class _Rule:
                        f"from ({self._family_text(attr)}); name your own attribute differently.")
                 return VALUE
             return self._own_attribute(attr)
-        if attr in VALUE_ATTRIBUTES:
-            return VALUE
+        if attr in VALUE_ATTRIBUTES or base.tag in ("record", "records") and attr in base.obj:
+            return VALUE  # (a namedtuple's field: an item of the tuple, whatever was given for it)
         why = _family("values", attr)
         if why:
             refuse(f"`{self.text(node)}`: `.{attr}` {why}.")
@@ -1197,6 +1213,11 @@ class _Rule:
             result = OWN
         elif func.tag == "func":
             result = functools.reduce(_join, [self.returns(d) for d in func.obj])
+        elif func.tag == "records":
+            result = Kind("record", func.obj)
+        elif func.tag == "static" and func.obj is collections.namedtuple:
+            fields = _namedtuple_fields(node)
+            result = Kind("records", fields) if fields is not None else VALUE
         elif func.tag == "static" and func.obj is super:
             result = OWN
             if not quiet and len(node.args) not in (0, 2):
@@ -1227,7 +1248,7 @@ class _Rule:
                               "not admit; write `case Class(attribute=name)`.")
         for attr in node.kwd_attrs:
             ok = (kind.tag == "class" and not attr.startswith("_") and attr not in admitted.OWN_REFUSED) or (
-                attr in VALUE_ATTRIBUTES)
+                attr in VALUE_ATTRIBUTES) or (kind.tag == "records" and attr in kind.obj)
             if not ok:
                 self.refuse(node, f"`case ...({attr}=...)` reads `.{attr}`, which is not admitted on a value.")
         for p in node.patterns + node.kwd_patterns:
@@ -1240,6 +1261,19 @@ class _Rule:
         sample = "every public name" if names is None else ", ".join(sorted(names)[:8]) + ", ..."
         return (f"`{text}` is not a name the exercises admit in {module} (it admits the maths: {sample}; the "
                 f"full list is in mha_checks/admitted.py); {YOURSELF}.")
+
+
+def _namedtuple_fields(call: ast.Call) -> frozenset | None:
+    """The field names of ``collections.namedtuple("Name", "a b")`` (a string, or a list or tuple of strings,
+    written out), else None."""
+    given = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "field_names"),
+                                                          None)
+    if isinstance(given, ast.Constant) and isinstance(given.value, str):
+        return frozenset(given.value.replace(",", " ").split())
+    if isinstance(given, ast.List | ast.Tuple) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in given.elts):
+        return frozenset(e.value for e in given.elts)
+    return None
 
 
 def _base_class(obj) -> bool:

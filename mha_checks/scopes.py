@@ -75,6 +75,7 @@ class Program:
         self.attribute_stores: list[tuple[ast.Attribute, object, Scope]] = []  # (target, value or None, scope)
         self.attribute_loads: dict[str, list[ast.Attribute]] = {}  # attribute name -> the loads of it
         self.wildcards: set[int] = set()   # statements that may bind any name (import *, __builtins__ = ...)
+        self.star_modules: dict[int, str] = {}  # the module of each `from M import *` among them
         self.stmt = -1
         for cell, tree in enumerate(trees):
             for statement in tree.body:
@@ -141,6 +142,7 @@ class Program:
             for a in node.names:
                 if a.name == "*":
                     self.wildcards.add(self.stmt)
+                    self.star_modules[self.stmt] = "." * node.level + (node.module or "")
                 else:
                     self._bind(scope, a.asname or a.name, node, "import",
                                ("." * node.level + (node.module or ""), a.name))
@@ -302,10 +304,12 @@ class Program:
             scope = scope.parent
         return self.module
 
-    def reach(self, names: set[str], roots: set[int] = frozenset()) -> dict[int, tuple]:
+    def reach(self, names: set[str], roots: set[int] = frozenset(), binds=None) -> dict[int, tuple]:
         """The top-level statements that what ``names`` name reaches: those that bind them, then those
         that bind what these read, and so on. ``roots``: statements always included (the release's
-        own cells). {statement: (the name that pulled it in, the statement that read it or None)}."""
+        own cells). ``binds(statement, name)``: may that wildcard statement bind that name, which no
+        other statement binds (default: it may). {statement: (the name that pulled it in, the statement
+        that read it or None)}."""
         binders: dict[str, list[int]] = {}
         for i, bound in enumerate(self.binds):
             for name in bound:
@@ -316,7 +320,8 @@ class Program:
         seen = set(names)
         while todo:
             name, via = todo.pop()
-            for i in binders.get(name, wildcards):
+            bound = binders.get(name) or [w for w in wildcards if binds is None or binds(w, name)]
+            for i in bound:
                 if i not in found:
                     found[i] = (name, via)
                     for read in self.reads[i] - seen:

@@ -303,6 +303,10 @@ HONEST = [
     "Layer = Block\n\ndef f(x):\n    return Layer()(x)\n",
     "def f(x):\n    w = torch.empty(3, 3)\n    torch.nn.init.xavier_uniform_(w)\n    return x @ w\n",
     "def f(x):\n    try:\n        return x.T\n    except AttributeError as err:\n        print(err)\n        raise\n",
+    # a collections.namedtuple's fields (found refused from outside)
+    "from collections import namedtuple\n\nShape = namedtuple('Shape', 'batch heads')\nPair = namedtuple('Pair', ['q', 'k'])"
+    "\n\n\ndef f(x):\n    s = Shape(*x.shape[:2])\n    p = Pair(x, x)\n    match s:\n        case Shape(heads=h):\n"
+    "            pass\n    return x.reshape(s.batch, s.heads, -1), p.q @ p.k.T, h\n",
 ]
 
 
@@ -539,6 +543,14 @@ def test_a_refusal_costs_only_the_tests_that_reach_it_and_says_what_reached_it()
     ("def f(x):\n    match x:\n        case {'k': np.random.seed}:\n            return 1\n", True),
     ("def f(x):\n    return x\n\nnp.allclose = len\n", True),        # changes np, which f does not read
     ("def f(x):\n    return np.allclose(x, x)\n\nnp.allclose = len\n", False),  # it does
+    # a free cell's star import of a module the exercises do not admit leaves the builtins as they are
+    ("def f(x):\n    return len(x), range(2)\n\nfrom pylab import *\nplot([1, 2])\n", True),
+    ("def f(x):\n    return exp(x)\n\nfrom pylab import *\n", False),   # exp: bound only by it
+    ("def f(x):\n    return max(x)\n\nfrom torch import *\n", False),  # torch's max, refused with its reason
+    # namedtuple fields are items; anything else on the record is what a tuple has
+    ("from collections import namedtuple\nS = namedtuple('S', 'a')\n\ndef f(x):\n    return S(x).func_globals\n", False),
+    ("from collections import namedtuple\nS = namedtuple('S', 'a')\n\ndef f(x):\n    S.a = np.load\n", False),
+    ("from collections import namedtuple\nS = namedtuple('S', 'zz')\nS = 3\n\ndef f(x):\n    return S(x).zz\n", False),
 ])
 def test_reach_and_scoping_follow_python(source, admitted):
     found = admission.refusals([{"label": "setup", "source": SETUP}, {"label": "answer", "source": source}], {"f"})

@@ -1019,7 +1019,39 @@ HONEST_NUMPY = [
     """)),
 ]
 
-HONEST = HONEST_MHA + HONEST_NUMPY
+HONEST_MORE = [  # (found refused from outside after #25)
+    Entry("h43_shapes_in_a_collections_namedtuple", A, MHA, _c("""
+        from collections import namedtuple
+
+        Shape = namedtuple("Shape", "batch length heads head_dim")
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            s = Shape(query.shape[0], query.shape[1], mha.num_heads, mha.head_dim)
+            w, b = mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)
+            q, k, v = [F.linear(x, wi, bi).view(x.shape[0], x.shape[1], s.heads, s.head_dim).transpose(1, 2)
+                       for x, wi, bi in zip((query, key, value), w, b)]
+            scores = q @ k.transpose(-2, -1) / math.sqrt(s.head_dim)
+            if causal:
+                scores = scores.masked_fill(torch.ones(s.length, k.shape[2], dtype=torch.bool).triu(1), float("-inf"))
+            weights = scores.softmax(-1)
+            out = (weights @ v).transpose(1, 2).reshape(s.batch, s.length, -1)
+            return mha.out_proj(out), weights
+    """), (TIMING,)),
+    Entry("h44_pylab_star_import_in_a_free_cell", A, MHA, _HEAD + _body("""
+        h = mha.num_heads
+        w, b = mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)
+        q, k, v = [F.linear(x, wi, bi).unflatten(-1, (h, -1)).transpose(1, 2) for x, wi, bi in zip((query, key, value), w, b)]
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if causal:
+            s = s.masked_fill(torch.ones(len(query[0]), len(key[0]), dtype=torch.bool).triu(1), float("-inf"))
+        a = s.softmax(-1)
+        return mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a
+    """), ("from pylab import *\nout, weights = multi_head_attention(x, x, x, mha)\n"
+           "imshow(weights[0, 0].detach().numpy()); show()\n",)),
+]
+
+HONEST = HONEST_MHA + HONEST_NUMPY + HONEST_MORE
 
 
 # --- ready-made routes (each must score 0, with a true reason) --------------------------------------
