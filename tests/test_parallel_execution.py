@@ -2,7 +2,7 @@
 
 A scratch book of three small MyST notebooks and a failing one is built with
 `jupyter-book build -W -n --keep-going` and the extension: each good notebook notes when it
-started and ended (it sleeps a second), so the test sees runs overlap; myst-nb must then find
+started and ended (it waits until another one has started), so the test sees runs overlap; myst-nb must then find
 each in its cache ("Using cached notebook", not executed again) and the pages must carry their
 outputs. The failing notebook is left to myst-nb, which reports it, and the strict build fails.
 """
@@ -37,9 +37,16 @@ def notebook(name: str, body: str) -> str:
 
 
 def stamp(name: str) -> str:
+    """A notebook that notes it started, waits (60 s at most) until another one has, and notes its span.
+
+    Run at once, the first two meet, so the first is still running when the second starts, however
+    slowly kernels start; run one after another, the first waits in vain and no spans overlap.
+    """
     return notebook(name, f"""
         import pathlib, time
-        start = time.time(); time.sleep(1.0)
+        start = time.time(); pathlib.Path("{name}.started").touch()
+        while time.time() - start < 60 and not set(pathlib.Path().glob("*.started")) - {{pathlib.Path("{name}.started")}}:
+            time.sleep(0.05)
         pathlib.Path("{name}.times").write_text(f"{{start}} {{time.time()}}")
         print("ran {name}")""")
 
