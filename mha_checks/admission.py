@@ -52,7 +52,10 @@ the kernel ran (:func:`visible_refusals`), so ``nbgrader validate`` shows the gr
   ``_name`` only when the notebook itself binds it there). Never is a name admitted because it is
   "public and on no known type". A notebook class or method never escapes into a value (it is only
   called, subclassed, named in ``isinstance``, or read as ``Class.attribute``), so no library object
-  can become ``self``.
+  can become ``self``: read from a class (a notebook class, ``cls``, or a library base class), a method
+  of the notebook's, ``__init__``, and any name the class does not bind in its own body or a notebook
+  base's (the library base's or ``type``'s function, which takes any object as self) is only called,
+  with the student's own object first (``Base.__init__(self, ...)``), and never is OWN_REFUSED.
 * *Builtins* (:data:`BUILTINS`): the ones that build objects from strings or reach the machine
   (``getattr``, ``vars``, ``eval``, ``exec``, ``compile``, ``__import__``, ``open``, ``type``, ``id``)
   are not admitted; a module-level or class-level binding may not hide one (until it runs, the name
@@ -1117,9 +1120,16 @@ class _Rule:
             return UNBOUND  # (a NameError when it runs, before anything else)
         own = base.tag in ("own", "func", "class")
         if attr.startswith("__") and attr.endswith("__"):
-            if attr in DUNDER_READ and loads or attr == "__init__" and loads and (
-                    base.tag in ("own", "class") or base.tag == "static" and _base_class(base.obj)):
-                return VALUE  # (a library class's __init__ sets only the names its instances hold: LIBRARY_HELD)
+            if attr in DUNDER_READ and loads or attr == "__init__" and loads and base.tag == "own":
+                return VALUE
+            if attr == "__init__" and loads and (base.tag == "class" or base.tag == "static" and _base_class(
+                    base.obj)):  # (a library class's __init__ sets only the names its instances hold: LIBRARY_HELD)
+                if self._self_first(node, call, scope):
+                    return VALUE  # (read from a class, __init__ runs on whatever object it is given first)
+                refuse(f"`{self.text(node)}` may be called only with your own object first "
+                       f"({self.text(node)}(self, ...)): given another object, it would run with that object as "
+                       "self; call the class itself, or super().__init__(...).")
+                return VALUE
             refuse(f"`{self.text(node)}` uses one of Python's own names (`{attr}`), which reach the machinery of "
                    f"Python or torch; {YOURSELF}.")
             return VALUE
@@ -1149,12 +1159,18 @@ class _Rule:
                 return VALUE
             return Kind("static", obj, self.text(node))
         if base.tag == "class":
-            if attr in self.methods() and not (call is not None and call.func is node and call.args
-                                               and self._kind(call.args[0], scope, True).tag == "own"):
-                refuse(f"`{self.text(node)}`: a method read from the class may be called only with self first "
-                       f"({self.text(node)}(self, ...)); call it on an instance.")
+            if attr in admitted.OWN_REFUSED:
+                refuse(f"`{self.text(node)}`: `.{attr}` is machinery of the library class your class derives "
+                       f"from ({self._family_text(attr)}); name your own attribute differently.")
                 return VALUE
-            return self._own_attribute(attr)
+            inherited = not self._class_binds(base.obj, attr)  # (from a library base, or from `type` itself)
+            if (attr in self.methods() or inherited) and not self._self_first(node, call, scope):
+                refuse(f"`{self.text(node)}`: a method read from the class may be called only with self first "
+                       f"({self.text(node)}(self, ...)); call it on an instance"
+                       + (f" (`.{attr}` is not bound in your class's body: read from the class, the library's "
+                          "function would accept any object as self)." if inherited else "."))
+                return VALUE
+            return VALUE if inherited else self._own_attribute(attr)
         if own:
             if attr in admitted.OWN_REFUSED:
                 refuse(f"`{self.text(node)}`: `.{attr}` is machinery of the library class your class derives "
@@ -1176,6 +1192,28 @@ class _Rule:
                       "pass the value itself" if yours else "; use the maths of tensors and arrays")
                    + ".")
         return VALUE
+
+    def _self_first(self, node: ast.Attribute, call, scope: Scope) -> bool:
+        """Is ``node`` (``Class.name``) called here with the student's own object first (``Class.name(self, ...)``)?"""
+        return call is not None and call.func is node and bool(call.args) and not isinstance(
+            call.args[0], ast.Starred) and self._kind(call.args[0], scope, True).tag == "own"
+
+    def _class_binds(self, classes: frozenset, attr: str) -> bool:
+        """Does every one of the notebook ``classes`` bind ``attr`` in its own body or in a notebook base's?
+        (Anything else read from a class comes from a library base class or from ``type``.)"""
+        def binds(cls, seen) -> bool:
+            if id(cls) in seen:
+                return False
+            seen.add(id(cls))
+            scope = self.p.scope_of[id(cls)]
+            if scope.bindings.get(attr):
+                return True
+            for base in cls.bases:
+                kind = self.quiet_kind(base, scope.parent)
+                if kind.tag == "class" and all(binds(c, seen) for c in kind.obj):
+                    return True
+            return False
+        return bool(classes) and all(binds(c, set()) for c in classes)
 
     def _own_attribute(self, attr: str) -> Kind:
         kind = self.own_attrs().get(attr)

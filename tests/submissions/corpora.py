@@ -1049,6 +1049,13 @@ HONEST_MORE = [  # (found refused from outside after #25)
         return mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a
     """), ("from pylab import *\nout, weights = multi_head_attention(x, x, x, mha)\n"
            "imshow(weights[0, 0].detach().numpy()); show()\n",)),
+    # (found from outside by the red team: a class's __init__ and inherited names are read from the class only
+    # to call them with self first; these honest styles call them so and must stay admitted)
+    Entry("h45_explicit_base_init_with_self", A, MHA, 'class Base:\n    def __init__(self, mha):\n        self.mha = mha\n\n\nclass Attn(Base):\n    def __init__(self, mha):\n        Base.__init__(self, mha)\n        self.h = mha.num_heads\n\n    def run(self, query, key, value, causal):\n        mha = self.mha\n        h = mha.num_heads\n        w, b = mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)\n        q, k, v = [F.linear(x, wi, bi).unflatten(-1, (h, -1)).transpose(1, 2) for x, wi, bi in zip((query, key, value), w, b)]\n        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n        if causal:\n            s = s.masked_fill(torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).triu(1), float("-inf"))\n        a = s.softmax(-1)\n        return mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a\n\n\ndef multi_head_attention(query, key, value, mha, causal=False):\n    return Attn(mha).run(query, key, value, causal)\n', (TIMING,)),
+    Entry("h46_old_style_module_init_and_class_constant", A, MHA, 'class MultiHead(torch.nn.Module):\n    NEG = float("-inf")\n\n    def __init__(self, mha):\n        torch.nn.Module.__init__(self)\n        self.mha = mha\n\n    def split(self, x):\n        return x.unflatten(-1, (self.mha.num_heads, -1)).transpose(1, 2)\n\n    def forward(self, query, key, value, causal=False):\n        w, b = self.mha.in_proj_weight.chunk(3), self.mha.in_proj_bias.chunk(3)\n        q, k, v = [self.split(F.linear(x, wi, bi)) for x, wi, bi in zip((query, key, value), w, b)]\n        s = q @ k.mT / math.sqrt(q.shape[-1])\n        if causal:\n            s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), MultiHead.NEG)\n        a = s.softmax(-1)\n        return self.mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a\n\n\ndef multi_head_attention(query, key, value, mha, causal=False):\n    return MultiHead(mha)(query, key, value, causal)\n', (PLOT,)),
+    Entry("h47_staticmethod_classmethod_typing_namedtuple", A, MHA, 'from typing import NamedTuple\n\n\nclass Split(NamedTuple):\n    q: torch.Tensor\n    k: torch.Tensor\n    v: torch.Tensor\n\n\nclass Ops:\n    @staticmethod\n    def heads(x, h):\n        B, T, D = x.shape\n        return x.reshape(B, T, h, D // h).transpose(1, 2)\n\n    @classmethod\n    def merge(cls, x):\n        B, h, T, d = x.shape\n        return x.transpose(1, 2).reshape(B, T, h * d)\n\n\ndef multi_head_attention(query, key, value, mha, causal=False):\n    parts = Split(*[F.linear(x, w, b) for x, w, b in zip((query, key, value), mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3))])\n    q, k, v = (Ops.heads(t, mha.num_heads) for t in parts)\n    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))\n    if causal:\n        scores = scores + torch.full((q.size(2), k.size(2)), float("-inf")).triu(1)\n    weights = scores.softmax(dim=-1)\n    return mha.out_proj(Ops.merge(weights @ v)), weights\n', (COMPARE,)),
+    Entry("h48_match_walrus_assert_fstring", A, MHA, 'def multi_head_attention(query, key, value, mha, causal=False):\n    match query.shape:\n        case (B, T, D):\n            pass\n        case _:\n            raise ValueError(f"bad shape {query.shape!r}")\n    assert (h := mha.num_heads) > 0 and D % h == 0, f"{D=} {h=}"\n    w, b = mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)\n    q, k, v = [F.linear(x, wi, bi).unflatten(-1, (h, -1)).transpose(1, 2) for x, wi, bi in zip((query, key, value), w, b)]\n    s = q @ k.transpose(-2, -1) / math.sqrt(D // h)\n    if causal:\n        s = s.masked_fill(torch.ones(T, key.shape[1], dtype=torch.bool).triu(1), float("-inf"))\n    a = s.softmax(-1)\n    return mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a\n', (MAGIC,)),
+    Entry("h49_property_and_cached_property", A, MHA, 'from functools import cached_property\n\n\nclass Weights:\n    def __init__(self, mha):\n        self._mha = mha\n\n    @property\n    def heads(self):\n        return self._mha.num_heads\n\n    @cached_property\n    def parts(self):\n        return list(zip(self._mha.in_proj_weight.chunk(3), self._mha.in_proj_bias.chunk(3)))\n\n\ndef multi_head_attention(query, key, value, mha, causal=False):\n    wts = Weights(mha)\n    q, k, v = [F.linear(x, w, b).unflatten(-1, (wts.heads, -1)).transpose(1, 2) for x, (w, b) in zip((query, key, value), wts.parts)]\n    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n    if causal:\n        s = s.masked_fill(torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).triu(1), float("-inf"))\n    a = s.softmax(-1)\n    return mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a\n', (SDPA,)),
 ]
 
 HONEST = HONEST_MHA + HONEST_NUMPY + HONEST_MORE
@@ -1273,6 +1280,43 @@ READY_MADE = [
             forward = Table.found['__builtins__'].eval(
                 "__import__('torch').nn.functional.multi_head_attention_forward")
     ''') + _MASK + "    out, w = forward" + _FWD_ARGS + "    return out.transpose(0, 1), w\n", "func_globals"),
+    # (found from outside by the red team: read from a class, __init__ runs on whatever it is given first, and a
+    # name the class does not bind is the library base's function, which takes any object as self: r53 frees the
+    # memory under a tensor, and the process then reads it)
+    _route("r51_init_called_on_a_foreign_object", "import numpy as np\n\nfound = []\n\n\n" + _c('''
+        class Globals:
+            def __init__(self):
+                found.append(self.func_globals)
+
+
+        class Builtins:
+            def __init__(self):
+                found.append(self.eval)
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            Globals.__init__(np.random.seed)
+            Builtins.__init__(found[0]['__builtins__'])
+            forward = found[1]("__import__('torch').nn.functional.multi_head_attention_forward")
+    ''') + _MASK + "    out, w = forward" + _FWD_ARGS + "    return out.transpose(0, 1), w\n", "your own object first"),
+    _route("r52_classmethod_calls_cls_init_on_a_foreign_object", "import numpy as np\n\nfound = []\n\n\n" + _c('''
+        class Box:
+            def __init__(self):
+                found.append(self.func_globals)
+
+            @classmethod
+            def open(cls, thing):
+                cls.__init__(thing)
+                return found[-1]
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            builtins = Box.open(np.random.seed)['__builtins__']
+            Box.__init__(builtins)
+    ''') + _HEADS + "    out = q\n" + _BACK, "your own object first"),
+    _route("r53_storage_read_through_a_tensor_subclass", "class Raw(torch.Tensor):\n    pass\n\n\n" + _HEAD
+           + "    Raw.untyped_storage(query).resize_(0)   # query now points at freed memory\n" + _HEADS
+           + "    out = q\n" + _BACK, "machinery of the library class"),
     _route("r46_exception_value", _HEAD + _HEADS + "    try:\n        raise StopIteration(F)\n"
            "    except StopIteration as err:\n        out = err.value.scaled_dot_product_attention" + _SDPA + "\n"
            + _BACK, "exception carries"),
