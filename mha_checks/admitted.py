@@ -21,6 +21,8 @@ FAMILIES = {
     'parallel and distributed runtime': 'runs modules on several devices, threads or processes',
     "code compilation, tracing and the runtime's machinery": "compiles or traces code, or is part of torch's runtime (TorchScript, dispatch, streams, symbolic sizes, logging), not maths",
     "autograd's graph": "hands out autograd's graph of the computation (its nodes hold the library's functions); use .detach(), .requires_grad or .grad",
+    'memory freed under views': "frees or moves an array's memory while its views may still point at it (ndarray.resize with refcheck=False is not memory-safe); use np.resize, reshape or np.concatenate, which make new arrays",
+    'sparse tensors': "makes a sparse tensor or hands out its indices, and torch does not check a sparse tensor's indices (its own warning: memory errors, a segfault among them, follow); the exercises use dense tensors",
     'callbacks the library calls later': 'registers a function the library calls later with its own objects (hooks)',
     'module entry points': "calls a library module's forward, one of torch's entry points (with the module handed to exercise 5, torch's own answer); call a layer as layer(x)",
     'arrays over a buffer': 'builds an array over a raw buffer (ndarray(buffer=..., strides=...) is not memory-safe); it may be named in isinstance and annotations only',
@@ -148,35 +150,35 @@ MODULES = {
         cudnn_is_acceptable cummax cummin cumprod cumsum cumulative_trapezoid default_generator deg2rad deg2rad_
         dequantize det detach detach_ detach_copy device diag diag_embed diagflat diagonal diagonal_copy
         diagonal_scatter diff digamma dist div divide dot double dropout dropout_ dsmm dsplit dstack dtype e eig
-        einsum embedding embedding_bag embedding_renorm_ empty empty_like empty_permuted empty_quantized
-        empty_strided enable_grad eq equal erf erf_ erfc erfc_ erfinv exp exp2 exp2_ exp_ expand_copy expm1 expm1_
-        eye fake_quantize_per_channel_affine fake_quantize_per_tensor_affine fbgemm_linear_fp16_weight
-        fbgemm_linear_fp16_weight_fp32_activation fbgemm_linear_int8_weight
-        fbgemm_linear_int8_weight_fp32_activation fbgemm_linear_quantize_weight fbgemm_pack_gemm_matrix_fp16
-        fbgemm_pack_quantized_matrix feature_alpha_dropout feature_alpha_dropout_ feature_dropout feature_dropout_
-        fill fill_ finfo fix fix_ flatten flip fliplr flipud float float16 float32 float4_e2m1fn_x2 float64
-        float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu float_power floor floor_
-        floor_divide fmax fmin fmod frac frac_ frexp frobenius_norm from_numpy full full_like
-        fused_moving_avg_obs_fake_quant gather gcd gcd_ ge geqrf ger get_autocast_cpu_dtype get_autocast_dtype
-        get_autocast_gpu_dtype get_autocast_ipu_dtype get_autocast_xla_dtype get_default_device get_default_dtype
-        get_deterministic_debug_mode get_device get_float32_matmul_precision get_num_interop_threads get_num_threads
-        get_rng_state gradient greater greater_equal grid_sampler grid_sampler_2d grid_sampler_3d group_norm gru
-        gru_cell gt half hamming_window hann_window hardshrink has_lapack has_mkl has_openmp has_spectral
-        hash_tensor heaviside hinge_embedding_loss histc histogram histogramdd hsmm hsplit hspmm hstack hypot i0 i0_
-        igamma igammac iinfo imag index_add index_copy index_fill index_put index_put_ index_reduce index_select
-        indices_copy inf inference_mode init_num_threads initial_seed inner instance_norm int int1 int16 int2 int3
-        int32 int4 int5 int6 int64 int7 int8 int_repr inverse is_anomaly_check_nan_enabled is_anomaly_enabled
-        is_autocast_cache_enabled is_autocast_cpu_enabled is_autocast_enabled is_autocast_ipu_enabled
-        is_autocast_xla_enabled is_complex is_conj is_deterministic_algorithms_warn_only_enabled is_distributed
-        is_floating_point is_grad_enabled is_inference is_inference_mode_enabled is_neg is_nonzero is_same_size
-        is_signed is_tensor is_vulkan_available is_warn_always_enabled isclose isfinite isin isinf isnan isneginf
-        isposinf isreal istft jagged kaiser_window kl_div kron kthvalue layer_norm layout lcm lcm_ ldexp ldexp_ le
-        legacy_contiguous_format lerp less less_equal lgamma linspace lobpcg log log10 log10_ log1p log1p_ log2
-        log2_ log_ log_softmax logaddexp logaddexp2 logcumsumexp logdet logical_and logical_not logical_or
-        logical_xor logit logit_ logspace logsumexp long lstm lstm_cell lstsq lt lu lu_solve lu_unpack manual_seed
-        margin_ranking_loss masked_fill masked_scatter masked_select matmul matrix_exp matrix_power matrix_rank max
-        max_pool1d max_pool1d_with_indices max_pool2d max_pool3d maximum mean median memory_format meshgrid min
-        minimum miopen_batch_norm miopen_convolution miopen_convolution_add_relu miopen_convolution_relu
+        einsum embedding_renorm_ empty empty_like empty_permuted empty_quantized empty_strided enable_grad eq equal
+        erf erf_ erfc erfc_ erfinv exp exp2 exp2_ exp_ expand_copy expm1 expm1_ eye fake_quantize_per_channel_affine
+        fake_quantize_per_tensor_affine fbgemm_linear_fp16_weight fbgemm_linear_fp16_weight_fp32_activation
+        fbgemm_linear_int8_weight fbgemm_linear_int8_weight_fp32_activation fbgemm_linear_quantize_weight
+        fbgemm_pack_gemm_matrix_fp16 fbgemm_pack_quantized_matrix feature_alpha_dropout feature_alpha_dropout_
+        feature_dropout feature_dropout_ fill fill_ finfo fix fix_ flatten flip fliplr flipud float float16 float32
+        float4_e2m1fn_x2 float64 float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu
+        float_power floor floor_ floor_divide fmax fmin fmod frac frac_ frexp frobenius_norm from_numpy full
+        full_like fused_moving_avg_obs_fake_quant gather gcd gcd_ ge geqrf ger get_autocast_cpu_dtype
+        get_autocast_dtype get_autocast_gpu_dtype get_autocast_ipu_dtype get_autocast_xla_dtype get_default_device
+        get_default_dtype get_deterministic_debug_mode get_device get_float32_matmul_precision
+        get_num_interop_threads get_num_threads get_rng_state gradient greater greater_equal grid_sampler
+        grid_sampler_2d grid_sampler_3d group_norm gru gru_cell gt half hamming_window hann_window hardshrink
+        has_lapack has_mkl has_openmp has_spectral hash_tensor heaviside hinge_embedding_loss histc histogram
+        histogramdd hsmm hsplit hspmm hstack hypot i0 i0_ igamma igammac iinfo imag index_add index_copy index_fill
+        index_put index_put_ index_reduce index_select indices_copy inf inference_mode init_num_threads initial_seed
+        inner instance_norm int int1 int16 int2 int3 int32 int4 int5 int6 int64 int7 int8 int_repr inverse
+        is_anomaly_check_nan_enabled is_anomaly_enabled is_autocast_cache_enabled is_autocast_cpu_enabled
+        is_autocast_enabled is_autocast_ipu_enabled is_autocast_xla_enabled is_complex is_conj
+        is_deterministic_algorithms_warn_only_enabled is_distributed is_floating_point is_grad_enabled is_inference
+        is_inference_mode_enabled is_neg is_nonzero is_same_size is_signed is_tensor is_vulkan_available
+        is_warn_always_enabled isclose isfinite isin isinf isnan isneginf isposinf isreal istft jagged kaiser_window
+        kl_div kron kthvalue layer_norm layout lcm lcm_ ldexp ldexp_ le legacy_contiguous_format lerp less
+        less_equal lgamma linspace lobpcg log log10 log10_ log1p log1p_ log2 log2_ log_ log_softmax logaddexp
+        logaddexp2 logcumsumexp logdet logical_and logical_not logical_or logical_xor logit logit_ logspace
+        logsumexp long lstm lstm_cell lstsq lt lu lu_solve lu_unpack manual_seed margin_ranking_loss masked_fill
+        masked_scatter masked_select matmul matrix_exp matrix_power matrix_rank max max_pool1d
+        max_pool1d_with_indices max_pool2d max_pool3d maximum mean median memory_format meshgrid min minimum
+        miopen_batch_norm miopen_convolution miopen_convolution_add_relu miopen_convolution_relu
         miopen_convolution_transpose miopen_ctc_loss miopen_depthwise_convolution miopen_rnn
         mkldnn_adaptive_avg_pool2d mkldnn_convolution mkldnn_linear_backward_weights mkldnn_max_pool2d
         mkldnn_max_pool3d mkldnn_rnn_layer mm mode moveaxis movedim msort mul multinomial multiply mv mvlgamma nan
@@ -202,19 +204,17 @@ MODULES = {
         set_default_dtype set_deterministic_debug_mode set_float32_matmul_precision set_flush_denormal
         set_grad_enabled set_num_interop_threads set_num_threads set_printoptions set_rng_state set_warn_always sgn
         short sigmoid sigmoid_ sign signbit sin sin_ sinc sinc_ sinh sinh_ slice_copy slice_inverse slice_scatter
-        slogdet smm softmax solve sort sparse_bsc sparse_bsc_tensor sparse_bsr sparse_bsr_tensor
-        sparse_compressed_tensor sparse_coo sparse_coo_tensor sparse_csc sparse_csc_tensor sparse_csr
-        sparse_csr_tensor split split_copy split_with_sizes split_with_sizes_copy spmm sqrt sqrt_ square square_
-        squeeze squeeze_copy sspaddmm stack std std_mean stft strided sub subtract sum svd svd_lowrank swapaxes
-        swapdims sym_constrain_range sym_constrain_range_for_size sym_float sym_fresh_size sym_int sym_ite sym_max
-        sym_min sym_not sym_sqrt sym_sum symeig t t_copy take take_along_dim tan tan_ tanh tanh_ tensor tensor_split
-        tensordot thread_safe_generator threshold threshold_ tile topk trace transpose transpose_copy trapezoid
-        trapz triangular_solve tril tril_indices triplet_margin_loss triu triu_indices true_divide trunc trunc_
-        typename uint1 uint16 uint2 uint3 uint32 uint4 uint5 uint6 uint64 uint7 uint8 unbind unbind_copy unflatten
-        unfold_copy unique unique_consecutive unravel_index unsafe_chunk unsafe_split unsafe_split_with_sizes
-        unsqueeze unsqueeze_copy use_deterministic_algorithms values_copy vander var var_mean vdot view_as_complex
-        view_as_complex_copy view_as_real view_as_real_copy view_copy vsplit vstack where xlogy xlogy_ zero_ zeros
-        zeros_like
+        slogdet smm softmax solve sort split split_copy split_with_sizes split_with_sizes_copy spmm sqrt sqrt_
+        square square_ squeeze squeeze_copy sspaddmm stack std std_mean stft strided sub subtract sum svd
+        svd_lowrank swapaxes swapdims sym_constrain_range sym_constrain_range_for_size sym_float sym_fresh_size
+        sym_int sym_ite sym_max sym_min sym_not sym_sqrt sym_sum symeig t t_copy take take_along_dim tan tan_ tanh
+        tanh_ tensor tensor_split tensordot thread_safe_generator threshold threshold_ tile topk trace transpose
+        transpose_copy trapezoid trapz triangular_solve tril tril_indices triplet_margin_loss triu triu_indices
+        true_divide trunc trunc_ typename uint1 uint16 uint2 uint3 uint32 uint4 uint5 uint6 uint64 uint7 uint8
+        unbind unbind_copy unflatten unfold_copy unique unique_consecutive unravel_index unsafe_chunk unsafe_split
+        unsafe_split_with_sizes unsqueeze unsqueeze_copy use_deterministic_algorithms values_copy vander var
+        var_mean vdot view_as_complex view_as_complex_copy view_as_real view_as_real_copy view_copy vsplit vstack
+        where xlogy xlogy_ zero_ zeros zeros_like
 """.split()),
     'torch.backends': frozenset(),
     'torch.backends.mps': frozenset("""
@@ -235,21 +235,20 @@ MODULES = {
         BatchNorm1d BatchNorm2d BatchNorm3d Bilinear Buffer CELU CTCLoss ChannelShuffle CircularPad1d CircularPad2d
         CircularPad3d ConstantPad1d ConstantPad2d ConstantPad3d Container Conv1d Conv2d Conv3d ConvTranspose1d
         ConvTranspose2d ConvTranspose3d CosineEmbeddingLoss CosineSimilarity CrossEntropyLoss CrossMapLRN2d Dropout
-        Dropout1d Dropout2d Dropout3d ELU Embedding EmbeddingBag FeatureAlphaDropout Flatten Fold
-        FractionalMaxPool2d FractionalMaxPool3d GELU GLU GRU GRUCell GaussianNLLLoss GroupNorm Hardshrink
-        Hardsigmoid Hardswish Hardtanh HingeEmbeddingLoss HuberLoss Identity InstanceNorm1d InstanceNorm2d
-        InstanceNorm3d KLDivLoss L1Loss LPPool1d LPPool2d LPPool3d LSTM LSTMCell LayerNorm LazyBatchNorm1d
-        LazyBatchNorm2d LazyBatchNorm3d LazyConv1d LazyConv2d LazyConv3d LazyConvTranspose1d LazyConvTranspose2d
-        LazyConvTranspose3d LazyInstanceNorm1d LazyInstanceNorm2d LazyInstanceNorm3d LazyLinear LeakyReLU Linear
-        LinearCrossEntropyLoss LocalResponseNorm LogSigmoid LogSoftmax MSELoss MarginRankingLoss MaxPool1d MaxPool2d
-        MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d Mish Module ModuleDict ModuleList MultiLabelMarginLoss
-        MultiLabelSoftMarginLoss MultiMarginLoss NLLLoss NLLLoss2d PReLU PairwiseDistance Parameter ParameterDict
-        ParameterList PixelShuffle PixelUnshuffle PoissonNLLLoss RMSNorm RNN RNNBase RNNCell RNNCellBase RReLU ReLU
-        ReLU6 ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
-        SELU Sequential SiLU Sigmoid SmoothL1Loss SoftMarginLoss Softmax Softmax2d Softmin Softplus Softshrink
-        Softsign Tanh Tanhshrink Threshold TripletMarginLoss TripletMarginWithDistanceLoss Unflatten Unfold
-        UninitializedBuffer UninitializedParameter Upsample UpsamplingBilinear2d UpsamplingNearest2d ZeroPad1d
-        ZeroPad2d ZeroPad3d
+        Dropout1d Dropout2d Dropout3d ELU FeatureAlphaDropout Flatten Fold FractionalMaxPool2d FractionalMaxPool3d
+        GELU GLU GRU GRUCell GaussianNLLLoss GroupNorm Hardshrink Hardsigmoid Hardswish Hardtanh HingeEmbeddingLoss
+        HuberLoss Identity InstanceNorm1d InstanceNorm2d InstanceNorm3d KLDivLoss L1Loss LPPool1d LPPool2d LPPool3d
+        LSTM LSTMCell LayerNorm LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d LazyConv1d LazyConv2d LazyConv3d
+        LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d LazyInstanceNorm1d LazyInstanceNorm2d
+        LazyInstanceNorm3d LazyLinear LeakyReLU Linear LinearCrossEntropyLoss LocalResponseNorm LogSigmoid
+        LogSoftmax MSELoss MarginRankingLoss MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d Mish
+        Module ModuleDict ModuleList MultiLabelMarginLoss MultiLabelSoftMarginLoss MultiMarginLoss NLLLoss NLLLoss2d
+        PReLU PairwiseDistance Parameter ParameterDict ParameterList PixelShuffle PixelUnshuffle PoissonNLLLoss
+        RMSNorm RNN RNNBase RNNCell RNNCellBase RReLU ReLU ReLU6 ReflectionPad1d ReflectionPad2d ReflectionPad3d
+        ReplicationPad1d ReplicationPad2d ReplicationPad3d SELU Sequential SiLU Sigmoid SmoothL1Loss SoftMarginLoss
+        Softmax Softmax2d Softmin Softplus Softshrink Softsign Tanh Tanhshrink Threshold TripletMarginLoss
+        TripletMarginWithDistanceLoss Unflatten Unfold UninitializedBuffer UninitializedParameter Upsample
+        UpsamplingBilinear2d UpsamplingNearest2d ZeroPad1d ZeroPad2d ZeroPad3d
 """.split()),
     'torch.nn.functional': frozenset("""
         adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool1d
@@ -258,18 +257,18 @@ MODULES = {
         avg_pool3d batch_norm bilinear binary_cross_entropy binary_cross_entropy_with_logits celu celu_
         channel_shuffle conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d
         cosine_embedding_loss cosine_similarity cross_entropy ctc_loss dropout dropout1d dropout2d dropout3d elu
-        elu_ embedding embedding_bag feature_alpha_dropout fold fractional_max_pool2d
-        fractional_max_pool2d_with_indices fractional_max_pool3d fractional_max_pool3d_with_indices
-        gaussian_nll_loss gelu glu grid_sample group_norm grouped_mm gumbel_softmax hardshrink hardsigmoid hardswish
-        hardtanh hardtanh_ hinge_embedding_loss huber_loss instance_norm interpolate kl_div l1_loss layer_norm
-        leaky_relu leaky_relu_ linear linear_cross_entropy local_response_norm log_softmax logsigmoid lp_pool1d
-        lp_pool2d lp_pool3d margin_ranking_loss max_pool1d max_pool1d_with_indices max_pool2d
-        max_pool2d_with_indices max_pool3d max_pool3d_with_indices max_unpool1d max_unpool2d max_unpool3d mish
-        mse_loss multi_margin_loss multilabel_margin_loss multilabel_soft_margin_loss native_channel_shuffle
-        nll_loss normalize one_hot pad pairwise_distance pdist pixel_shuffle pixel_unshuffle poisson_nll_loss prelu
-        relu relu6 relu_ rms_norm rrelu rrelu_ scaled_grouped_mm scaled_mm selu selu_ sigmoid silu smooth_l1_loss
-        soft_margin_loss softmax softmin softplus softshrink softsign tanh tanhshrink threshold threshold_
-        triplet_margin_loss triplet_margin_with_distance_loss unfold upsample upsample_bilinear upsample_nearest
+        elu_ feature_alpha_dropout fold fractional_max_pool2d fractional_max_pool2d_with_indices
+        fractional_max_pool3d fractional_max_pool3d_with_indices gaussian_nll_loss gelu glu grid_sample group_norm
+        grouped_mm gumbel_softmax hardshrink hardsigmoid hardswish hardtanh hardtanh_ hinge_embedding_loss
+        huber_loss instance_norm interpolate kl_div l1_loss layer_norm leaky_relu leaky_relu_ linear
+        linear_cross_entropy local_response_norm log_softmax logsigmoid lp_pool1d lp_pool2d lp_pool3d
+        margin_ranking_loss max_pool1d max_pool1d_with_indices max_pool2d max_pool2d_with_indices max_pool3d
+        max_pool3d_with_indices max_unpool1d max_unpool2d max_unpool3d mish mse_loss multi_margin_loss
+        multilabel_margin_loss multilabel_soft_margin_loss native_channel_shuffle nll_loss normalize one_hot pad
+        pairwise_distance pdist pixel_shuffle pixel_unshuffle poisson_nll_loss prelu relu relu6 relu_ rms_norm rrelu
+        rrelu_ scaled_grouped_mm scaled_mm selu selu_ sigmoid silu smooth_l1_loss soft_margin_loss softmax softmin
+        softplus softshrink softsign tanh tanhshrink threshold threshold_ triplet_margin_loss
+        triplet_margin_with_distance_loss unfold upsample upsample_bilinear upsample_nearest
 """.split()),
     'torch.nn.init': frozenset("""
         calculate_gain constant constant_ dirac dirac_ eye eye_ kaiming_normal kaiming_normal_ kaiming_uniform
@@ -313,195 +312,192 @@ VALUE_ATTRIBUTES = frozenset("""
     bias_hh_l0 bias_ih bias_ih_l0 bias_k bias_v bidirectional bin_edges bincount binomial bit_count bit_length bits
     bitwise_and bitwise_and_ bitwise_left_shift bitwise_left_shift_ bitwise_not bitwise_not_ bitwise_or bitwise_or_
     bitwise_right_shift bitwise_right_shift_ bitwise_xor bitwise_xor_ blank bmm bool broadcast_to buffers byte
-    byteorder bytes byteswap call_super_init capitalize casefold cauchy_ ccol_indices cdouble ceil ceil_ ceil_mode
-    center cfloat chalf char check_forward_args check_hidden_size check_input children chisquare choice cholesky
-    cholesky_inverse cholesky_solve choose chunk clamp clamp_ clamp_max clamp_max_ clamp_min clamp_min_ clear clip
-    clip_ clone clone_state cloned_coefficient cls_to_become coalesce col_indices compress conj conj_physical
-    conj_physical_ conjugate contiguous coords copy copy_ copysign copysign_ corrcoef cos cos_ cosh cosh_ count
-    count_include_pad count_nonzero cov cpu cross crow_indices cuda cum_seq_k cum_seq_q cummax cummin cumprod
-    cumprod_ cumsum cumsum_ cutoffs data debug_attn_mask decode default_factory deg2rad deg2rad_ delta denominator
-    dense_dim dequantize descr det detach detach_ device diag diag_embed diagflat diagonal diagonal_scatter diff
-    difference difference_update digamma digamma_ dilation dim dim_order dirichlet discard dist distance_function
-    div div_ div_value divide divide_ divisor_override dot double downscale_factor dropout dsplit dtype dump_patches
-    dumps eig eigenvalues eigenvectors element_size elements elementwise_affine embed_dim embedding_dim encode
-    end_dim endswith eps epsneg eq eq_ equal erf erf_ erfc erfc_ erfinv erfinv_ eval exp exp2 exp2_ exp_ expand
-    expand_as expandtabs expm1 expm1_ exponent exponential exponential_ extend extendleft extra_repr f fields fill
-    fill_ fill_diagonal_ find fix fix_ flat flatten flatten_parameters flip fliplr flipud float float_power
-    float_power_ floor floor_ floor_divide floor_divide_ fmax fmin fmod fmod_ format format_map frac frac_ frexp
-    from_bytes from_pretrained fromhex fromkeys full gamma gather gcd gcd_ ge ge_ geometric geometric_ geqrf ger get
-    get_buffer get_device get_expected_cell_size get_expected_hidden_size get_extra_state get_offset get_parameter
-    get_state get_submodule grad grad_dtype graphsafe_get_state graphsafe_set_state greater greater_ greater_equal
-    greater_equal_ groups gt gt_ gumbel half hardshrink has_uninitialized_params hash_tensor hasobject head
-    head_bias head_dim head_size heaviside heaviside_ hex hidden_size hist histc histogram hsplit hypergeometric
-    hypot hypot_ i0 i0_ identity idx iexp igamma igamma_ igammac igammac_ ignore_index imag in1_features
-    in2_features in_channels in_features in_proj_bias in_proj_weight include_last_offset index index_add index_add_
-    index_copy index_copy_ index_fill index_fill_ index_put index_put_ index_reduce index_reduce_ index_select
-    indices init initial_seed initialize_parameters inner inplace input_size insert int int_repr integers
-    intersection intersection_update inverse ipu is_coalesced is_complex is_conj is_contiguous is_cpu is_cuda
-    is_distributed is_floating_point is_inference is_integer is_ipu is_leaf is_maia is_meta is_mkldnn is_mps is_mtia
-    is_neg is_nested is_nonzero is_pinned is_quantized is_same_size is_set_to is_signed is_sparse is_sparse_csr
-    is_vulkan is_xla is_xpu isalignedstruct isalnum isalpha isascii isbuiltin isclose isdecimal isdigit isdisjoint
-    isfinite isidentifier isinf islower isnan isnative isneginf isnumeric isposinf isprintable isreal isspace
-    issubset issuperset istft istitle isupper item items itemsize join k k_proj_weight kdim keepdim kernel_size keys
-    kind kron kthvalue label_smoothing lambd laplace layout lcm lcm_ ldexp ldexp_ le le_ lerp lerp_ less less_
-    less_equal less_equal_ lgamma lgamma_ linear ljust load_state_dict log log10 log10_ log1p log1p_ log2 log2_ log_
-    log_input log_normal_ log_prob log_softmax log_sumexp log_target logabsdet logaddexp logaddexp2 logcumsumexp
-    logdet logical_and logical_and_ logical_not logical_not_ logical_or logical_or_ logical_xor logical_xor_
-    logistic logit logit_ lognormal logseries logsumexp long lower lstrip lstsq lt lt_ lu lu_solve mH mT machep
-    maketrans mantissa manual_seed map2_ map_ mapping margin mask masked_fill masked_fill_ masked_scatter
-    masked_scatter_ masked_select materialize matmul matrix_exp matrix_power max max_k max_norm max_q max_val
-    maximum maxlen mean median metadata min min_val minimum mm mode module_load modules momentum most_common
-    move_to_end moveaxis movedim msort mtia mul mul_ multinomial multiply multiply_ multivariate_hypergeometric
-    multivariate_normal mv mvlgamma mvlgamma_ n_classes n_clusters n_fields n_sequence_fields n_unnamed_fields name
-    named_buffers named_children named_modules named_parameters names nan_to_num nan_to_num_ nanmean nanmedian
-    nanquantile nansum nargs narrow narrow_copy nbytes ndim ndimension ne ne_ neg neg_ negative negative_
-    negative_binomial negative_slope negep nelement new new_empty new_empty_strided new_full new_ones new_tensor
-    new_zeros newbyteorder nexp nextafter nextafter_ nin noncentral_chisquare noncentral_f nonlinearity nonzero
-    nonzero_static norm norm_type normal normal_ normalized_shape not_equal not_equal_ nout ntypes num
-    num_batches_tracked num_channels num_classes num_embeddings num_features num_groups num_heads num_layers
-    num_parameters numel numerator numpy options orgqr ormqr out_channels out_features out_proj outer output
-    output_nr output_padding output_ratio output_size p padding padding_idx padding_mode parameters pareto partition
-    permutation permute permute_hidden permuted philox_offset philox_seed pin_memory pinverse pivots poisson
-    polygamma polygamma_ pop popitem popleft pos_weight positive pow pow_ power predict prelu primal prod proj_size
-    put put_ q_per_channel_axis q_per_channel_scales q_per_channel_zero_points q_proj_weight q_scale q_zero_point qr
-    qscheme quantile rad2deg rad2deg_ rand randint randn random random_ random_integers random_sample rank ravel
-    rayleigh real reciprocal reciprocal_ recompute_scale_factor record_stream reduce reduceat reduction
-    register_buffer register_module register_parameter reinforce relu relu_ remainder remainder_ remove removeprefix
-    removesuffix renorm renorm_ repeat repeat_interleave replace requires_grad requires_grad_ reset_parameters
-    reset_running_stats reshape reshape_as residuals resize resize_ resize_as resize_as_ resize_as_sparse_
-    resolution resolve_conj resolve_dtypes resolve_neg result retain_grad retains_grad return_indices reverse rfind
-    rindex rjust rng_state roll rot90 rotate round round_ row_indices rpartition rsplit rsqrt rsqrt_ rstrip
-    running_mean running_var scale_factor scale_grad_by_freq scatter scatter_ scatter_add scatter_add_
-    scatter_reduce scatter_reduce_ searchsorted seed select select_scatter set_extra_state set_offset set_state
-    set_submodule setdefault sgn sgn_ shape short shortlist_size shuffle sigmoid sigmoid_ sign sign_ signature
-    signbit sin sin_ sinc sinc_ singular_values sinh sinh_ size slice_inverse slice_scatter slogdet smallest_normal
-    smm softmax solution solve sort sparse sparse_dim sparse_mask sparse_resize_ sparse_resize_and_clear_ spawn
-    split split_with_sizes splitlines sqrt sqrt_ square square_ squeeze squeeze_ sspaddmm standard_cauchy
+    byteorder bytes byteswap call_super_init capitalize casefold cauchy_ cdouble ceil ceil_ ceil_mode center cfloat
+    chalf char check_forward_args check_hidden_size check_input children chisquare choice cholesky cholesky_inverse
+    cholesky_solve choose chunk clamp clamp_ clamp_max clamp_max_ clamp_min clamp_min_ clear clip clip_ clone
+    clone_state cloned_coefficient cls_to_become coalesce compress conj conj_physical conj_physical_ conjugate
+    contiguous coords copy copy_ copysign copysign_ corrcoef cos cos_ cosh cosh_ count count_include_pad
+    count_nonzero cov cpu cross cuda cum_seq_k cum_seq_q cummax cummin cumprod cumprod_ cumsum cumsum_ cutoffs data
+    debug_attn_mask decode default_factory deg2rad deg2rad_ delta denominator dense_dim dequantize descr det detach
+    detach_ device diag diag_embed diagflat diagonal diagonal_scatter diff difference difference_update digamma
+    digamma_ dilation dim dim_order dirichlet discard dist distance_function div div_ div_value divide divide_
+    divisor_override dot double downscale_factor dropout dsplit dtype dump_patches dumps eig eigenvalues
+    eigenvectors element_size elements elementwise_affine embed_dim encode end_dim endswith eps epsneg eq eq_ equal
+    erf erf_ erfc erfc_ erfinv erfinv_ eval exp exp2 exp2_ exp_ expand expand_as expandtabs expm1 expm1_ exponent
+    exponential exponential_ extend extendleft extra_repr f fields fill fill_ fill_diagonal_ find fix fix_ flat
+    flatten flatten_parameters flip fliplr flipud float float_power float_power_ floor floor_ floor_divide
+    floor_divide_ fmax fmin fmod fmod_ format format_map frac frac_ frexp from_bytes fromhex fromkeys full gamma
+    gather gcd gcd_ ge ge_ geometric geometric_ geqrf ger get get_buffer get_device get_expected_cell_size
+    get_expected_hidden_size get_extra_state get_offset get_parameter get_state get_submodule grad grad_dtype
+    graphsafe_get_state graphsafe_set_state greater greater_ greater_equal greater_equal_ groups gt gt_ gumbel half
+    hardshrink has_uninitialized_params hash_tensor hasobject head head_bias head_dim head_size heaviside heaviside_
+    hex hidden_size hist histc histogram hsplit hypergeometric hypot hypot_ i0 i0_ identity idx iexp igamma igamma_
+    igammac igammac_ ignore_index imag in1_features in2_features in_channels in_features in_proj_bias in_proj_weight
+    index index_add index_add_ index_copy index_copy_ index_fill index_fill_ index_put index_put_ index_reduce
+    index_reduce_ index_select indices init initial_seed initialize_parameters inner inplace input_size insert int
+    int_repr integers intersection intersection_update inverse ipu is_coalesced is_complex is_conj is_contiguous
+    is_cpu is_cuda is_distributed is_floating_point is_inference is_integer is_ipu is_leaf is_maia is_meta is_mkldnn
+    is_mps is_mtia is_neg is_nested is_nonzero is_pinned is_quantized is_same_size is_set_to is_signed is_sparse
+    is_sparse_csr is_vulkan is_xla is_xpu isalignedstruct isalnum isalpha isascii isbuiltin isclose isdecimal
+    isdigit isdisjoint isfinite isidentifier isinf islower isnan isnative isneginf isnumeric isposinf isprintable
+    isreal isspace issubset issuperset istft istitle isupper item items itemsize join k k_proj_weight kdim keepdim
+    kernel_size keys kind kron kthvalue label_smoothing lambd laplace layout lcm lcm_ ldexp ldexp_ le le_ lerp lerp_
+    less less_ less_equal less_equal_ lgamma lgamma_ linear ljust load_state_dict log log10 log10_ log1p log1p_ log2
+    log2_ log_ log_input log_normal_ log_prob log_softmax log_sumexp log_target logabsdet logaddexp logaddexp2
+    logcumsumexp logdet logical_and logical_and_ logical_not logical_not_ logical_or logical_or_ logical_xor
+    logical_xor_ logistic logit logit_ lognormal logseries logsumexp long lower lstrip lstsq lt lt_ lu lu_solve mH
+    mT machep maketrans mantissa manual_seed map2_ map_ mapping margin mask masked_fill masked_fill_ masked_scatter
+    masked_scatter_ masked_select materialize matmul matrix_exp matrix_power max max_k max_q max_val maximum maxlen
+    mean median metadata min min_val minimum mm mode module_load modules momentum most_common move_to_end moveaxis
+    movedim msort mtia mul mul_ multinomial multiply multiply_ multivariate_hypergeometric multivariate_normal mv
+    mvlgamma mvlgamma_ n_classes n_clusters n_fields n_sequence_fields n_unnamed_fields name named_buffers
+    named_children named_modules named_parameters names nan_to_num nan_to_num_ nanmean nanmedian nanquantile nansum
+    nargs narrow narrow_copy nbytes ndim ndimension ne ne_ neg neg_ negative negative_ negative_binomial
+    negative_slope negep nelement new new_empty new_empty_strided new_full new_ones new_tensor new_zeros
+    newbyteorder nexp nextafter nextafter_ nin noncentral_chisquare noncentral_f nonlinearity nonzero nonzero_static
+    norm norm_type normal normal_ normalized_shape not_equal not_equal_ nout ntypes num num_batches_tracked
+    num_channels num_classes num_features num_groups num_heads num_layers num_parameters numel numerator numpy
+    options orgqr ormqr out_channels out_features out_proj outer output output_nr output_padding output_ratio
+    output_size p padding padding_mode parameters pareto partition permutation permute permute_hidden permuted
+    philox_offset philox_seed pin_memory pinverse pivots poisson polygamma polygamma_ pop popitem popleft pos_weight
+    positive pow pow_ power predict prelu primal prod proj_size put put_ q_per_channel_axis q_per_channel_scales
+    q_per_channel_zero_points q_proj_weight q_scale q_zero_point qr qscheme quantile rad2deg rad2deg_ rand randint
+    randn random random_ random_integers random_sample rank ravel rayleigh real reciprocal reciprocal_
+    recompute_scale_factor record_stream reduce reduceat reduction register_buffer register_module
+    register_parameter reinforce relu relu_ remainder remainder_ remove removeprefix removesuffix renorm renorm_
+    repeat repeat_interleave replace requires_grad requires_grad_ reset_parameters reset_running_stats reshape
+    reshape_as residuals resize_ resize_as resize_as_ resize_as_sparse_ resolution resolve_conj resolve_dtypes
+    resolve_neg result retain_grad retains_grad return_indices reverse rfind rindex rjust rng_state roll rot90
+    rotate round round_ rpartition rsplit rsqrt rsqrt_ rstrip running_mean running_var scale_factor scatter scatter_
+    scatter_add scatter_add_ scatter_reduce scatter_reduce_ searchsorted seed select select_scatter set_extra_state
+    set_offset set_state set_submodule setdefault sgn sgn_ shape short shortlist_size shuffle sigmoid sigmoid_ sign
+    sign_ signature signbit sin sin_ sinc sinc_ singular_values sinh sinh_ size slice_inverse slice_scatter slogdet
+    smallest_normal smm softmax solution solve sort sparse_dim sparse_mask sparse_resize_ sparse_resize_and_clear_
+    spawn split split_with_sizes splitlines sqrt sqrt_ square square_ squeeze squeeze_ sspaddmm standard_cauchy
     standard_exponential standard_gamma standard_normal standard_t start start_dim startswith state_dict std step
     stft stop storage_offset str stride strides strip sub sub_ subdtype subtract subtract_ sum sum_to_size svd swap
     swapaxes swapaxes_ swapcase swapdims swapdims_ symeig symmetric_difference symmetric_difference_update t t_ tail
     take take_along_dim tan tan_ tangent tanh tanh_ tau tensor_split threshold tile tiny title to to_bytes
-    to_complex to_dense to_device to_empty to_mkldnn to_padded_tensor to_real to_sparse to_sparse_bsc to_sparse_bsr
-    to_sparse_coo to_sparse_csc to_sparse_csr tobytes tolist tomaxint topk total trace track_running_stats train
-    training translate transpose transpose_ transposed triangular triangular_solve tril tril_ triu triu_ true_divide
-    true_divide_ trunc trunc_ type type_as types unbind unflatten unflattened_size unfold uniform uniform_ union
-    unique unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes unsqueeze unsqueeze_ unused update
-    upper upscale_factor v_proj_weight values var vdim vdot view view_as volatile vonmises vsplit wald weibull
-    weight weight_hh weight_hh_l0 weight_ih weight_ih_l0 where xlogy xlogy_ xpu zero_ zero_grad zero_infinity zfill
-    zipf
+    to_complex to_dense to_device to_empty to_mkldnn to_padded_tensor to_real tobytes tolist tomaxint topk total
+    trace track_running_stats train training translate transpose transpose_ transposed triangular triangular_solve
+    tril tril_ triu triu_ true_divide true_divide_ trunc trunc_ type type_as types unbind unflatten unflattened_size
+    unfold uniform uniform_ union unique unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes
+    unsqueeze unsqueeze_ unused update upper upscale_factor v_proj_weight values var vdim vdot view view_as volatile
+    vonmises vsplit wald weibull weight weight_hh weight_hh_l0 weight_ih weight_ih_l0 where xlogy xlogy_ xpu zero_
+    zero_grad zero_infinity zfill zipf
 """.split())
 
 OWN_REFUSED = frozenset("""
-    compile const_data_ptr data_ptr grad_fn is_shared register_backward_hook register_forward_hook
-    register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook register_hook
-    register_load_state_dict_post_hook register_load_state_dict_pre_hook register_post_accumulate_grad_hook
-    register_state_dict_post_hook register_state_dict_pre_hook set_ share_memory share_memory_ storage storage_type
-    untyped_storage
+    ccol_indices col_indices compile const_data_ptr crow_indices data_ptr grad_fn is_shared register_backward_hook
+    register_forward_hook register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook
+    register_hook register_load_state_dict_post_hook register_load_state_dict_pre_hook
+    register_post_accumulate_grad_hook register_state_dict_post_hook register_state_dict_pre_hook row_indices set_
+    share_memory share_memory_ storage storage_type to_sparse to_sparse_bsc to_sparse_bsr to_sparse_coo
+    to_sparse_csc to_sparse_csr untyped_storage
 """.split())
 
 OWN_PRIVATE_REFUSED = frozenset("""
     _addmm_activation _all_weights _allowed_methods _apply _apply_instance_norm _autocast_to_full_precision
     _autocast_to_reduced_precision _backward_hooks _backward_pre_hooks _base _buffers _call_impl _cdata
     _check_input_dim _clear_non_serializable_cached_data _coalesced_ _compiled_call_impl _conj _conj_physical
-    _conv_forward _dimI _dimV _dtensor__new__ _fill_padding_idx_with_zero _fix_weakref _flat_weight_refs
-    _flat_weights _flat_weights_names _forward_hooks _forward_hooks_always_called _forward_hooks_with_kwargs
-    _forward_pre_hooks _forward_pre_hooks_with_kwargs _get_abs_string_index _get_backward_hooks
-    _get_backward_pre_hooks _get_full_log_prob _get_in_channels _get_item_by_idx _get_name _get_no_batch_dim
-    _get_num_spatial_dims _grad _grad_fn _handle_no_batch_input _has_symbolic_sizes_strides _indices
-    _infer_parameters _init_flat_weights _initialize_hook _is_all_true _is_any_true _is_full_backward_hook _is_view
-    _is_zerotensor _key_to_attr _keys _lazy_clone _lazy_load_hook _load_from_state_dict _load_hook
-    _load_state_dict_post_hooks _load_state_dict_pre_hooks _make_subclass _make_wrapper_subclass
-    _maybe_warn_non_full_backward_hook _modules _named_members _neg_view _nested_tensor_size
-    _nested_tensor_storage_offsets _nested_tensor_strides _nnz _non_persistent_buffers_set _output_padding
-    _parameters _philox_normal_ _philox_uniform_ _post_accumulate_grad_hooks _python_dispatch _random_samples
-    _reduce_ex_internal _register_load_state_dict_pre_hook _register_state_dict_hook _replicate_for_data_parallel
-    _require_tuple_int _rev_view_func_unsafe _reversed_padding_repeated_twice _save_to_state_dict _size
-    _slow_forward _sparse_mask_projection _state_dict_hooks _state_dict_pre_hooks _to_dense _to_sparse
-    _to_sparse_bsc _to_sparse_bsr _to_sparse_csc _to_sparse_csr _typed_storage _update_flat_weights _use_count
-    _values _version _view_func _view_func_unsafe _weights_have_changed _wrapped_call_impl
+    _conv_forward _dimI _dimV _dtensor__new__ _fix_weakref _flat_weight_refs _flat_weights _flat_weights_names
+    _forward_hooks _forward_hooks_always_called _forward_hooks_with_kwargs _forward_pre_hooks
+    _forward_pre_hooks_with_kwargs _get_abs_string_index _get_backward_hooks _get_backward_pre_hooks
+    _get_full_log_prob _get_in_channels _get_item_by_idx _get_name _get_no_batch_dim _get_num_spatial_dims _grad
+    _grad_fn _handle_no_batch_input _has_symbolic_sizes_strides _indices _infer_parameters _init_flat_weights
+    _initialize_hook _is_all_true _is_any_true _is_full_backward_hook _is_view _is_zerotensor _key_to_attr _keys
+    _lazy_clone _lazy_load_hook _load_from_state_dict _load_hook _load_state_dict_post_hooks
+    _load_state_dict_pre_hooks _make_subclass _make_wrapper_subclass _maybe_warn_non_full_backward_hook _modules
+    _named_members _neg_view _nested_tensor_size _nested_tensor_storage_offsets _nested_tensor_strides _nnz
+    _non_persistent_buffers_set _output_padding _parameters _philox_normal_ _philox_uniform_
+    _post_accumulate_grad_hooks _python_dispatch _random_samples _reduce_ex_internal
+    _register_load_state_dict_pre_hook _register_state_dict_hook _replicate_for_data_parallel _require_tuple_int
+    _rev_view_func_unsafe _reversed_padding_repeated_twice _save_to_state_dict _size _slow_forward
+    _sparse_mask_projection _state_dict_hooks _state_dict_pre_hooks _to_dense _to_sparse _to_sparse_bsc
+    _to_sparse_bsr _to_sparse_csc _to_sparse_csr _typed_storage _update_flat_weights _use_count _values _version
+    _view_func _view_func_unsafe _weights_have_changed _wrapped_call_impl
 """.split())
 
 LIBRARY_HELD = frozenset("""
     H T T_destination _addmm_activation _all_weights _allowed_methods _apply _apply_instance_norm
     _autocast_to_full_precision _autocast_to_reduced_precision _backward_hooks _backward_pre_hooks _base _buffers
     _call_impl _cdata _check_input_dim _clear_non_serializable_cached_data _coalesced_ _compiled_call_impl _conj
-    _conj_physical _conv_forward _dimI _dimV _dtensor__new__ _fill_padding_idx_with_zero _fix_weakref
-    _flat_weight_refs _flat_weights _flat_weights_names _forward_hooks _forward_hooks_always_called
-    _forward_hooks_with_kwargs _forward_pre_hooks _forward_pre_hooks_with_kwargs _get_abs_string_index
-    _get_backward_hooks _get_backward_pre_hooks _get_full_log_prob _get_in_channels _get_item_by_idx _get_name
-    _get_no_batch_dim _get_num_spatial_dims _grad _grad_fn _handle_no_batch_input _has_symbolic_sizes_strides
-    _indices _infer_parameters _init_flat_weights _initialize_hook _is_all_true _is_any_true _is_full_backward_hook
-    _is_view _is_zerotensor _key_to_attr _keys _lazy_clone _lazy_load_hook _load_from_state_dict _load_hook
-    _load_state_dict_post_hooks _load_state_dict_pre_hooks _make_subclass _make_wrapper_subclass
-    _maybe_warn_non_full_backward_hook _modules _named_members _neg_view _nested_tensor_size
-    _nested_tensor_storage_offsets _nested_tensor_strides _nnz _non_persistent_buffers_set _output_padding
-    _parameters _philox_normal_ _philox_uniform_ _post_accumulate_grad_hooks _python_dispatch _random_samples
-    _reduce_ex_internal _register_load_state_dict_pre_hook _register_state_dict_hook _replicate_for_data_parallel
-    _require_tuple_int _rev_view_func_unsafe _reversed_padding_repeated_twice _save_to_state_dict _size
-    _slow_forward _sparse_mask_projection _state_dict_hooks _state_dict_pre_hooks _to_dense _to_sparse
-    _to_sparse_bsc _to_sparse_bsr _to_sparse_csc _to_sparse_csr _typed_storage _update_flat_weights _use_count
-    _values _version _view_func _view_func_unsafe _weights_have_changed _wrapped_call_impl abs abs_ absolute
-    absolute_ acos acos_ acosh acosh_ add add_ add_module add_note addbmm addbmm_ addcdiv addcdiv_ addcmul addcmul_
-    addmm addmm_ addmv addmv_ addr addr_ adjoint affine align_corners all all_weights allclose alpha amax amin
-    aminmax angle any append apply apply_ approximate arccos arccos_ arccosh arccosh_ arcsin arcsin_ arcsinh
-    arcsinh_ arctan arctan2 arctan2_ arctan_ arctanh arctanh_ argmax argmin args argsort argwhere as_strided
-    as_strided_ as_strided_scatter as_subclass asin asin_ asinh asinh_ atan atan2 atan2_ atan_ atanh atanh_ backward
-    baddbmm baddbmm_ batch_first bernoulli bernoulli_ beta bfloat16 bias bias_hh bias_hh_l0 bias_ih bias_ih_l0
-    bidirectional bincount bitwise_and bitwise_and_ bitwise_left_shift bitwise_left_shift_ bitwise_not bitwise_not_
-    bitwise_or bitwise_or_ bitwise_right_shift bitwise_right_shift_ bitwise_xor bitwise_xor_ blank bmm bool
-    broadcast_to buffers byte call_super_init cauchy_ ccol_indices cdouble ceil ceil_ ceil_mode cfloat chalf char
-    characters_written check_forward_args check_hidden_size check_input children cholesky cholesky_inverse
-    cholesky_solve chunk clamp clamp_ clamp_max clamp_max_ clamp_min clamp_min_ clear clip clip_ clone cls_to_become
-    coalesce code col_indices compile conj conj_physical conj_physical_ const_data_ptr contiguous copy copy_
-    copysign copysign_ corrcoef cos cos_ cosh cosh_ count count_include_pad count_nonzero cov cpu cross crow_indices
-    cuda cummax cummin cumprod cumprod_ cumsum cumsum_ cutoffs data data_ptr deg2rad deg2rad_ delta dense_dim
-    dequantize derive det detach detach_ device diag diag_embed diagflat diagonal diagonal_scatter diff difference
-    difference_update digamma digamma_ dilation dim dim_order discard dist distance_function div div_ div_value
-    divide divide_ divisor_override dot double downscale_factor dropout dsplit dtype dump_patches eig element_size
-    elementwise_affine embedding_dim encoding end end_dim end_lineno end_offset eps eq eq_ equal erf erf_ erfc erfc_
-    erfinv erfinv_ errno eval exceptions exp exp2 exp2_ exp_ expand expand_as expm1 expm1_ exponential_ extend
-    extra_repr filename filename2 fill_ fill_diagonal_ fix fix_ flatten flatten_parameters flip fliplr flipud float
-    float_power float_power_ floor floor_ floor_divide floor_divide_ fmax fmin fmod fmod_ forward frac frac_ frexp
-    from_pretrained fromkeys full gather gcd gcd_ ge ge_ geometric_ geqrf ger get get_buffer get_device
-    get_expected_cell_size get_expected_hidden_size get_extra_state get_parameter get_submodule grad grad_dtype
-    grad_fn greater greater_ greater_equal greater_equal_ groups gt gt_ half hardshrink has_uninitialized_params
-    hash_tensor head head_bias head_size heaviside heaviside_ hidden_size histc histogram hsplit hypot hypot_ i0 i0_
-    igamma igamma_ igammac igammac_ ignore_index imag in1_features in2_features in_channels in_features
-    include_last_offset index index_add index_add_ index_copy index_copy_ index_fill index_fill_ index_put
-    index_put_ index_reduce index_reduce_ index_select indices init initialize_parameters inner inplace input_size
-    insert int int_repr intersection intersection_update inverse ipu is_coalesced is_complex is_conj is_contiguous
-    is_cpu is_cuda is_distributed is_floating_point is_inference is_ipu is_leaf is_maia is_meta is_mkldnn is_mps
-    is_mtia is_neg is_nested is_nonzero is_pinned is_quantized is_same_size is_set_to is_shared is_signed is_sparse
-    is_sparse_csr is_vulkan is_xla is_xpu isclose isdisjoint isfinite isinf isnan isneginf isposinf isreal issubset
-    issuperset istft item items itemsize k keepdim kernel_size keys kron kthvalue label_smoothing lambd layout lcm
-    lcm_ ldexp ldexp_ le le_ lerp lerp_ less less_ less_equal less_equal_ lgamma lgamma_ linear lineno
-    load_state_dict log log10 log10_ log1p log1p_ log2 log2_ log_ log_input log_normal_ log_prob log_softmax
-    log_target logaddexp logaddexp2 logcumsumexp logdet logical_and logical_and_ logical_not logical_not_ logical_or
-    logical_or_ logical_xor logical_xor_ logit logit_ logsumexp long lower lstsq lt lt_ lu lu_solve mH mT map2_ map_
-    margin masked_fill masked_fill_ masked_scatter masked_scatter_ masked_select materialize matmul matrix_exp
-    matrix_power max max_norm max_val maximum mean median message min min_val minimum mm mode module_load modules
-    momentum moveaxis movedim msg msort mtia mul mul_ multinomial multiply multiply_ mv mvlgamma mvlgamma_ n_classes
-    n_clusters name named_buffers named_children named_modules named_parameters nan_to_num nan_to_num_ nanmean
-    nanmedian nanquantile nansum narrow narrow_copy nbytes ndim ndimension ne ne_ neg neg_ negative negative_
-    negative_slope nelement new new_empty new_empty_strided new_full new_ones new_tensor new_zeros nextafter
-    nextafter_ nonlinearity nonzero nonzero_static norm norm_type normal_ normalized_shape not_equal not_equal_
-    num_batches_tracked num_channels num_classes num_embeddings num_features num_groups num_layers num_parameters
-    numel numpy obj object offset options orgqr ormqr out_channels out_features outer output_nr output_padding
-    output_ratio output_size p padding padding_idx padding_mode parameters path permute permute_hidden pin_memory
-    pinverse polygamma polygamma_ pop popitem pos_weight positive pow pow_ predict prelu print_file_and_line prod
-    proj_size put put_ q_per_channel_axis q_per_channel_scales q_per_channel_zero_points q_scale q_zero_point qr
-    qscheme quantile rad2deg rad2deg_ random_ ravel real reason reciprocal reciprocal_ recompute_scale_factor
-    record_stream reduction register_backward_hook register_buffer register_forward_hook register_forward_pre_hook
-    register_full_backward_hook register_full_backward_pre_hook register_hook register_load_state_dict_post_hook
-    register_load_state_dict_pre_hook register_module register_parameter register_post_accumulate_grad_hook
-    register_state_dict_post_hook register_state_dict_pre_hook reinforce relu relu_ remainder remainder_ remove
-    renorm renorm_ repeat repeat_interleave requires_grad requires_grad_ reset_parameters reset_running_stats
-    reshape reshape_as resize resize_ resize_as resize_as_ resize_as_sparse_ resolve_conj resolve_neg retain_grad
-    retains_grad return_indices reverse roll rot90 round round_ row_indices rsqrt rsqrt_ running_mean running_var
-    scale_factor scale_grad_by_freq scatter scatter_ scatter_add scatter_add_ scatter_reduce scatter_reduce_ select
-    select_scatter set_ set_extra_state set_submodule setdefault sgn sgn_ shape share_memory share_memory_ short
-    shortlist_size sigmoid sigmoid_ sign sign_ signbit sin sin_ sinc sinc_ sinh sinh_ size slice_inverse
-    slice_scatter slogdet smm softmax solve sort sparse sparse_dim sparse_mask sparse_resize_
+    _conj_physical _conv_forward _dimI _dimV _dtensor__new__ _fix_weakref _flat_weight_refs _flat_weights
+    _flat_weights_names _forward_hooks _forward_hooks_always_called _forward_hooks_with_kwargs _forward_pre_hooks
+    _forward_pre_hooks_with_kwargs _get_abs_string_index _get_backward_hooks _get_backward_pre_hooks
+    _get_full_log_prob _get_in_channels _get_item_by_idx _get_name _get_no_batch_dim _get_num_spatial_dims _grad
+    _grad_fn _handle_no_batch_input _has_symbolic_sizes_strides _indices _infer_parameters _init_flat_weights
+    _initialize_hook _is_all_true _is_any_true _is_full_backward_hook _is_view _is_zerotensor _key_to_attr _keys
+    _lazy_clone _lazy_load_hook _load_from_state_dict _load_hook _load_state_dict_post_hooks
+    _load_state_dict_pre_hooks _make_subclass _make_wrapper_subclass _maybe_warn_non_full_backward_hook _modules
+    _named_members _neg_view _nested_tensor_size _nested_tensor_storage_offsets _nested_tensor_strides _nnz
+    _non_persistent_buffers_set _output_padding _parameters _philox_normal_ _philox_uniform_
+    _post_accumulate_grad_hooks _python_dispatch _random_samples _reduce_ex_internal
+    _register_load_state_dict_pre_hook _register_state_dict_hook _replicate_for_data_parallel _require_tuple_int
+    _rev_view_func_unsafe _reversed_padding_repeated_twice _save_to_state_dict _size _slow_forward
+    _sparse_mask_projection _state_dict_hooks _state_dict_pre_hooks _to_dense _to_sparse _to_sparse_bsc
+    _to_sparse_bsr _to_sparse_csc _to_sparse_csr _typed_storage _update_flat_weights _use_count _values _version
+    _view_func _view_func_unsafe _weights_have_changed _wrapped_call_impl abs abs_ absolute absolute_ acos acos_
+    acosh acosh_ add add_ add_module add_note addbmm addbmm_ addcdiv addcdiv_ addcmul addcmul_ addmm addmm_ addmv
+    addmv_ addr addr_ adjoint affine align_corners all all_weights allclose alpha amax amin aminmax angle any append
+    apply apply_ approximate arccos arccos_ arccosh arccosh_ arcsin arcsin_ arcsinh arcsinh_ arctan arctan2 arctan2_
+    arctan_ arctanh arctanh_ argmax argmin args argsort argwhere as_strided as_strided_ as_strided_scatter
+    as_subclass asin asin_ asinh asinh_ atan atan2 atan2_ atan_ atanh atanh_ backward baddbmm baddbmm_ batch_first
+    bernoulli bernoulli_ beta bfloat16 bias bias_hh bias_hh_l0 bias_ih bias_ih_l0 bidirectional bincount bitwise_and
+    bitwise_and_ bitwise_left_shift bitwise_left_shift_ bitwise_not bitwise_not_ bitwise_or bitwise_or_
+    bitwise_right_shift bitwise_right_shift_ bitwise_xor bitwise_xor_ blank bmm bool broadcast_to buffers byte
+    call_super_init cauchy_ ccol_indices cdouble ceil ceil_ ceil_mode cfloat chalf char characters_written
+    check_forward_args check_hidden_size check_input children cholesky cholesky_inverse cholesky_solve chunk clamp
+    clamp_ clamp_max clamp_max_ clamp_min clamp_min_ clear clip clip_ clone cls_to_become coalesce code col_indices
+    compile conj conj_physical conj_physical_ const_data_ptr contiguous copy copy_ copysign copysign_ corrcoef cos
+    cos_ cosh cosh_ count count_include_pad count_nonzero cov cpu cross crow_indices cuda cummax cummin cumprod
+    cumprod_ cumsum cumsum_ cutoffs data data_ptr deg2rad deg2rad_ delta dense_dim dequantize derive det detach
+    detach_ device diag diag_embed diagflat diagonal diagonal_scatter diff difference difference_update digamma
+    digamma_ dilation dim dim_order discard dist distance_function div div_ div_value divide divide_
+    divisor_override dot double downscale_factor dropout dsplit dtype dump_patches eig element_size
+    elementwise_affine encoding end end_dim end_lineno end_offset eps eq eq_ equal erf erf_ erfc erfc_ erfinv
+    erfinv_ errno eval exceptions exp exp2 exp2_ exp_ expand expand_as expm1 expm1_ exponential_ extend extra_repr
+    filename filename2 fill_ fill_diagonal_ fix fix_ flatten flatten_parameters flip fliplr flipud float float_power
+    float_power_ floor floor_ floor_divide floor_divide_ fmax fmin fmod fmod_ forward frac frac_ frexp fromkeys full
+    gather gcd gcd_ ge ge_ geometric_ geqrf ger get get_buffer get_device get_expected_cell_size
+    get_expected_hidden_size get_extra_state get_parameter get_submodule grad grad_dtype grad_fn greater greater_
+    greater_equal greater_equal_ groups gt gt_ half hardshrink has_uninitialized_params hash_tensor head head_bias
+    head_size heaviside heaviside_ hidden_size histc histogram hsplit hypot hypot_ i0 i0_ igamma igamma_ igammac
+    igammac_ ignore_index imag in1_features in2_features in_channels in_features index index_add index_add_
+    index_copy index_copy_ index_fill index_fill_ index_put index_put_ index_reduce index_reduce_ index_select
+    indices init initialize_parameters inner inplace input_size insert int int_repr intersection intersection_update
+    inverse ipu is_coalesced is_complex is_conj is_contiguous is_cpu is_cuda is_distributed is_floating_point
+    is_inference is_ipu is_leaf is_maia is_meta is_mkldnn is_mps is_mtia is_neg is_nested is_nonzero is_pinned
+    is_quantized is_same_size is_set_to is_shared is_signed is_sparse is_sparse_csr is_vulkan is_xla is_xpu isclose
+    isdisjoint isfinite isinf isnan isneginf isposinf isreal issubset issuperset istft item items itemsize k keepdim
+    kernel_size keys kron kthvalue label_smoothing lambd layout lcm lcm_ ldexp ldexp_ le le_ lerp lerp_ less less_
+    less_equal less_equal_ lgamma lgamma_ linear lineno load_state_dict log log10 log10_ log1p log1p_ log2 log2_
+    log_ log_input log_normal_ log_prob log_softmax log_target logaddexp logaddexp2 logcumsumexp logdet logical_and
+    logical_and_ logical_not logical_not_ logical_or logical_or_ logical_xor logical_xor_ logit logit_ logsumexp
+    long lower lstsq lt lt_ lu lu_solve mH mT map2_ map_ margin masked_fill masked_fill_ masked_scatter
+    masked_scatter_ masked_select materialize matmul matrix_exp matrix_power max max_val maximum mean median message
+    min min_val minimum mm mode module_load modules momentum moveaxis movedim msg msort mtia mul mul_ multinomial
+    multiply multiply_ mv mvlgamma mvlgamma_ n_classes n_clusters name named_buffers named_children named_modules
+    named_parameters nan_to_num nan_to_num_ nanmean nanmedian nanquantile nansum narrow narrow_copy nbytes ndim
+    ndimension ne ne_ neg neg_ negative negative_ negative_slope nelement new new_empty new_empty_strided new_full
+    new_ones new_tensor new_zeros nextafter nextafter_ nonlinearity nonzero nonzero_static norm norm_type normal_
+    normalized_shape not_equal not_equal_ num_batches_tracked num_channels num_classes num_features num_groups
+    num_layers num_parameters numel numpy obj object offset options orgqr ormqr out_channels out_features outer
+    output_nr output_padding output_ratio output_size p padding padding_mode parameters path permute permute_hidden
+    pin_memory pinverse polygamma polygamma_ pop popitem pos_weight positive pow pow_ predict prelu
+    print_file_and_line prod proj_size put put_ q_per_channel_axis q_per_channel_scales q_per_channel_zero_points
+    q_scale q_zero_point qr qscheme quantile rad2deg rad2deg_ random_ ravel real reason reciprocal reciprocal_
+    recompute_scale_factor record_stream reduction register_backward_hook register_buffer register_forward_hook
+    register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook register_hook
+    register_load_state_dict_post_hook register_load_state_dict_pre_hook register_module register_parameter
+    register_post_accumulate_grad_hook register_state_dict_post_hook register_state_dict_pre_hook reinforce relu
+    relu_ remainder remainder_ remove renorm renorm_ repeat repeat_interleave requires_grad requires_grad_
+    reset_parameters reset_running_stats reshape reshape_as resize resize_ resize_as resize_as_ resize_as_sparse_
+    resolve_conj resolve_neg retain_grad retains_grad return_indices reverse roll rot90 round round_ row_indices
+    rsqrt rsqrt_ running_mean running_var scale_factor scatter scatter_ scatter_add scatter_add_ scatter_reduce
+    scatter_reduce_ select select_scatter set_ set_extra_state set_submodule setdefault sgn sgn_ shape share_memory
+    share_memory_ short shortlist_size sigmoid sigmoid_ sign sign_ signbit sin sin_ sinc sinc_ sinh sinh_ size
+    slice_inverse slice_scatter slogdet smm softmax solve sort sparse_dim sparse_mask sparse_resize_
     sparse_resize_and_clear_ split split_with_sizes sqrt sqrt_ square square_ squeeze squeeze_ sspaddmm start
     start_dim state_dict std stft storage storage_offset storage_type strerror stride sub sub_ subgroup subtract
     subtract_ sum sum_to_size svd swap swapaxes swapaxes_ swapdims swapdims_ symeig symmetric_difference
@@ -590,6 +586,11 @@ EXCLUDED = {  # family -> {module or 'values': names}
             fields
 """.split()),
     },
+    'memory freed under views': {
+        'values': frozenset("""
+            resize
+""".split()),
+    },
     'module entry points': {
         'values': frozenset("""
             forward
@@ -637,6 +638,23 @@ EXCLUDED = {  # family -> {module or 'values': names}
 """.split()),
         'torch.nn.functional': frozenset("""
             multi_head_attention_forward scaled_dot_product_attention
+""".split()),
+    },
+    'sparse tensors': {
+        'torch': frozenset("""
+            embedding embedding_bag sparse_bsc sparse_bsc_tensor sparse_bsr sparse_bsr_tensor
+            sparse_compressed_tensor sparse_coo sparse_coo_tensor sparse_csc sparse_csc_tensor sparse_csr
+            sparse_csr_tensor
+""".split()),
+        'torch.nn': frozenset("""
+            Embedding EmbeddingBag
+""".split()),
+        'torch.nn.functional': frozenset("""
+            embedding embedding_bag
+""".split()),
+        'values': frozenset("""
+            ccol_indices col_indices crow_indices row_indices to_sparse to_sparse_bsc to_sparse_bsr to_sparse_coo
+            to_sparse_csc to_sparse_csr
 """.split()),
     },
     "torch's runtime classes": {

@@ -90,6 +90,17 @@ FAMILIES = [
            "hands out autograd's graph of the computation (its nodes hold the library's functions); "
            "use .detach(), .requires_grad or .grad",
            _names("grad_fn"), where=frozenset({"values", "bases"})),
+    Family("memory freed under views",  # (found from outside: a view then reads and writes freed memory)
+           "frees or moves an array's memory while its views may still point at it (ndarray.resize with "
+           "refcheck=False is not memory-safe); use np.resize, reshape or np.concatenate, which make new arrays",
+           _names("resize"), where=frozenset({"values"})),
+    Family("sparse tensors",  # (found from outside: to_sparse(), then indices().fill_(...), then to_dense() crashed)
+           "makes a sparse tensor or hands out its indices, and torch does not check a sparse tensor's indices "
+           "(its own warning: memory errors, a segfault among them, follow); the exercises use dense tensors",
+           _names("sparse_coo_tensor sparse_csr_tensor sparse_csc_tensor sparse_bsr_tensor sparse_bsc_tensor "
+                  "sparse_compressed_tensor sparse_coo sparse_csr sparse_csc sparse_bsr sparse_bsc to_sparse "
+                  "to_sparse_coo to_sparse_csr to_sparse_csc to_sparse_bsr to_sparse_bsc crow_indices col_indices "
+                  "ccol_indices row_indices Embedding EmbeddingBag embedding embedding_bag")),
     Family("callbacks the library calls later",
            "registers a function the library calls later with its own objects (hooks)",
            pattern=r"^register_.*hook"),

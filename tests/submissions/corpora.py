@@ -1317,6 +1317,15 @@ READY_MADE = [
     _route("r53_storage_read_through_a_tensor_subclass", "class Raw(torch.Tensor):\n    pass\n\n\n" + _HEAD
            + "    Raw.untyped_storage(query).resize_(0)   # query now points at freed memory\n" + _HEADS
            + "    out = q\n" + _BACK, "machinery of the library class"),
+    _route("r54_ndarray_resize_under_a_view", "import numpy as np\n\n\n" + _HEAD
+           + "    a = np.zeros(1 << 20)\n    view = a[:]\n    a.resize(8, refcheck=False)   # view now points at freed memory\n"
+           + "    view[:] = 7.0\n" + _HEADS + "    out = q\n" + _BACK, "memory-safe"),
+    _route("r55_sparse_indices_written_in_place", _HEAD
+           + "    s = torch.arange(4.0).to_sparse()\n    s.indices().fill_(1 << 40)   # to_dense then writes far out of bounds\n"
+           + "    s.to_dense()\n" + _HEADS + "    out = q\n" + _BACK, "sparse"),
+    _route("r56_sparse_tensor_from_raw_indices", _HEAD
+           + "    torch.sparse_coo_tensor(torch.tensor([[1 << 40]]), torch.ones(1), (2,)).to_dense()\n" + _HEADS
+           + "    out = q\n" + _BACK, "sparse"),
     _route("r46_exception_value", _HEAD + _HEADS + "    try:\n        raise StopIteration(F)\n"
            "    except StopIteration as err:\n        out = err.value.scaled_dot_product_attention" + _SDPA + "\n"
            + _BACK, "exception carries"),
