@@ -23,6 +23,7 @@ FAMILIES = {
     "autograd's graph": "hands out autograd's graph of the computation (its nodes hold the library's functions); use .detach(), .requires_grad or .grad",
     'memory freed under views': "frees or moves an array's memory while its views may still point at it (ndarray.resize with refcheck=False is not memory-safe); use np.resize, reshape or np.concatenate, which make new arrays",
     'sparse tensors': "makes a sparse tensor or hands out its indices, and torch does not check a sparse tensor's indices (its own warning: memory errors, a segfault among them, follow); the exercises use dense tensors",
+    'generator state from raw words': "sets a random generator's state from raw words, and NumPy's legacy generator does not check the position it is given (one past its key reads memory out of bounds); seed it instead (np.random.seed, np.random.default_rng(seed), torch.manual_seed)",
     'callbacks the library calls later': 'registers a function the library calls later with its own objects (hooks)',
     'module entry points': "calls a library module's forward, one of torch's entry points (with the module handed to exercise 5, torch's own answer); call a layer as layer(x)",
     'arrays over a buffer': 'builds an array over a raw buffer (ndarray(buffer=..., strides=...) is not memory-safe); it may be named in isinstance and annotations only',
@@ -102,8 +103,8 @@ MODULES = {
         beta binomial bytes chisquare choice default_rng dirichlet exponential f gamma geometric get_state gumbel
         hypergeometric laplace logistic lognormal logseries multinomial multivariate_normal negative_binomial
         noncentral_chisquare noncentral_f normal pareto permutation poisson power rand randint randn random
-        random_integers random_sample ranf rayleigh sample seed set_state shuffle standard_cauchy
-        standard_exponential standard_gamma standard_normal standard_t triangular uniform vonmises wald weibull zipf
+        random_integers random_sample ranf rayleigh sample seed shuffle standard_cauchy standard_exponential
+        standard_gamma standard_normal standard_t triangular uniform vonmises wald weibull zipf
 """.split()),
     'numpy.testing': frozenset("""
         assert_ assert_allclose assert_almost_equal assert_approx_equal assert_array_almost_equal
@@ -370,8 +371,8 @@ VALUE_ATTRIBUTES = frozenset("""
     resolve_neg result retain_grad retains_grad return_indices reverse rfind rindex rjust rng_state roll rot90
     rotate round round_ rpartition rsplit rsqrt rsqrt_ rstrip running_mean running_var scale_factor scatter scatter_
     scatter_add scatter_add_ scatter_reduce scatter_reduce_ searchsorted seed select select_scatter set_extra_state
-    set_offset set_state set_submodule setdefault sgn sgn_ shape short shortlist_size shuffle sigmoid sigmoid_ sign
-    sign_ signature signbit sin sin_ sinc sinc_ singular_values sinh sinh_ size slice_inverse slice_scatter slogdet
+    set_offset set_submodule setdefault sgn sgn_ shape short shortlist_size shuffle sigmoid sigmoid_ sign sign_
+    signature signbit sin sin_ sinc sinc_ singular_values sinh sinh_ size slice_inverse slice_scatter slogdet
     smallest_normal smm softmax solution solve sort sparse_dim sparse_mask sparse_resize_ sparse_resize_and_clear_
     spawn split split_with_sizes splitlines sqrt sqrt_ square square_ squeeze squeeze_ sspaddmm standard_cauchy
     standard_exponential standard_gamma standard_normal standard_t start start_dim startswith state_dict std step
@@ -574,6 +575,14 @@ EXCLUDED = {  # family -> {module or 'values': names}
 """.split()),
         'values': frozenset("""
             dump tofile
+""".split()),
+    },
+    'generator state from raw words': {
+        'numpy.random': frozenset("""
+            set_state
+""".split()),
+        'values': frozenset("""
+            set_state
 """.split()),
     },
     'imports by a string': {

@@ -101,6 +101,10 @@ FAMILIES = [
                   "sparse_compressed_tensor sparse_coo sparse_csr sparse_csc sparse_bsr sparse_bsc to_sparse "
                   "to_sparse_coo to_sparse_csr to_sparse_csc to_sparse_bsr to_sparse_bsc crow_indices col_indices "
                   "ccol_indices row_indices Embedding EmbeddingBag embedding embedding_bag")),
+    Family("generator state from raw words",  # (found from outside: a position past the key read memory until it crashed)
+           "sets a random generator's state from raw words, and NumPy's legacy generator does not check the "
+           "position it is given (one past its key reads memory out of bounds); seed it instead (np.random.seed, "
+           "np.random.default_rng(seed), torch.manual_seed)", _names("set_state")),
     Family("callbacks the library calls later",
            "registers a function the library calls later with its own objects (hooks)",
            pattern=r"^register_.*hook"),

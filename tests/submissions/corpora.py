@@ -1326,6 +1326,9 @@ READY_MADE = [
     _route("r56_sparse_tensor_from_raw_indices", _HEAD
            + "    torch.sparse_coo_tensor(torch.tensor([[1 << 40]]), torch.ones(1), (2,)).to_dense()\n" + _HEADS
            + "    out = q\n" + _BACK, "sparse"),
+    _route("r57_legacy_generator_state_past_its_key", "import numpy as np\n\n\n" + _HEAD
+           + "    np.random.set_state(('MT19937', np.zeros(624, dtype=np.uint32), 1 << 30))\n"
+           + "    np.random.random()   # reads far past the generator's key\n" + _HEADS + "    out = q\n" + _BACK, "position"),
     _route("r46_exception_value", _HEAD + _HEADS + "    try:\n        raise StopIteration(F)\n"
            "    except StopIteration as err:\n        out = err.value.scaled_dot_product_attention" + _SDPA + "\n"
            + _BACK, "exception carries"),
