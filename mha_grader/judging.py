@@ -101,19 +101,19 @@ def _result(g: notebooks.GradeCell, passed: bool, message: str, mistake: str | N
 def _judge_test(g, cases: list, events: dict, prog, report, limits) -> tuple[bool, str, str | None]:
     if not cases:  # a course error, never a free point
         return False, "The grader has no hidden cases for this test; your instructor will grade it.", "no cases"
-    for i, case in enumerate(cases):
-        outcome = events.get("cases", {}).get(i)
-        if outcome is None:
-            return False, _no_outcome(events, report, limits), _no_outcome_label(events)
-        if "missing" in outcome:
-            return False, _missing(str(outcome["missing"]), events.get("cells", []), prog), "function not defined"
-        try:
-            verdict = checks.judge(case, outcome)
-        except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
-            return False, f"The grader could not judge this result ({type(err).__name__}); your instructor " \
-                          "will look at it.", "judge error"
-        if not verdict.passed:
-            return False, verdict.message, verdict.mistake
+    outcomes = [events.get("cases", {}).get(i) for i in range(len(cases))]
+    ran = next((i for i, o in enumerate(outcomes) if o is None or "missing" in o), len(cases))
+    try:  # the calls that ran, judged together: a mistake is named only if it reproduces every one of them
+        verdict = checks.judge_test(cases[:ran], outcomes[:ran]) if ran else checks.PASSED
+    except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
+        return False, f"The grader could not judge this result ({type(err).__name__}); your instructor " \
+                      "will look at it.", "judge error"
+    if not verdict.passed:
+        return False, verdict.message, verdict.mistake
+    if ran < len(cases) and outcomes[ran] is None:
+        return False, _no_outcome(events, report, limits), _no_outcome_label(events)
+    if ran < len(cases):
+        return False, _missing(str(outcomes[ran]["missing"]), events.get("cells", []), prog), "function not defined"
     return True, "", None
 
 

@@ -2,8 +2,9 @@
 
 What the grader does, in-process: run the notebook's setup cell and the solution cells (the
 reference answer, or a recipe's code), refuse a notebook the ready-made rule refuses, then for every
-grade cell call the function on the cell's hidden cases and judge each outcome; the first failing
-case decides the cell. The visible tests are the grade cells' own code, run in the same namespace.
+grade cell call the function on every one of the cell's hidden cases and judge the outcomes together
+(the first failing case decides the cell; a mistake is named only if it reproduces every call). The
+visible tests are the grade cells' own code, run in the same namespace.
 """
 import json
 import linecache
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mha_checks import admission, calling, hidden
-from mha_checks.judge import judge
+from mha_checks.judge import judge_test
 from mha_checks.visible import CheckFailed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,19 +78,15 @@ def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> 
     for gid, nb in hidden.GRADE_CELLS.items():
         if nb != notebook:
             continue
-        results[gid] = CellResult(True)
-        for case in hidden.hidden_cases(gid, rng):
-            if refused:
-                results[gid] = CellResult(False, admission.explain(refused), f"{case.function}: ready-made answer")
-                break
-            fn = ns.get(case.function)
-            if not callable(fn):
-                results[gid] = CellResult(False, f"{case.function} is not defined", "missing")
-                break
-            verdict = judge(case, calling.call(fn, list(case.names), case.specs()))
-            if not verdict.passed:
-                results[gid] = CellResult(False, verdict.message, verdict.mistake)
-                break
+        cases = hidden.hidden_cases(gid, rng)
+        fn = ns.get(cases[0].function)
+        if refused:
+            results[gid] = CellResult(False, admission.explain(refused), f"{cases[0].function}: ready-made answer")
+        elif not callable(fn):
+            results[gid] = CellResult(False, f"{cases[0].function} is not defined", "missing")
+        else:  # every call runs, as in the sandbox; the test is judged on all of them
+            verdict = judge_test(cases, [calling.call(fn, list(c.names), c.specs()) for c in cases])
+            results[gid] = CellResult(verdict.passed, verdict.message, verdict.mistake)
     return results
 
 
