@@ -24,6 +24,7 @@ class Verdict:
     passed: bool
     message: str
     mistake: str | None = None
+    causes: tuple = ()  # the switches named (each a frozenset of keys): every one reproduces every call
 
 
 PASSED = Verdict(True, "", None)
@@ -49,8 +50,9 @@ def judge_test(cases: list[Case], outcomes: list) -> Verdict:
     return PASSED
 
 
-def _named(fail: Fail, cases: list, outcomes: list, first: int, name: str) -> tuple[str, str]:
-    """(message, label): the observation, with the mistake that reproduces every call in place of its hints."""
+def _named(fail: Fail, cases: list, outcomes: list, first: int, name: str) -> tuple[str, str, tuple]:
+    """(message, label, causes): the observation, with the mistakes that reproduce every call in place of its
+    hints."""
     if fail.searchable:
         try:
             calls = [Call.of(c, o) for c, o in zip(cases, outcomes)]
@@ -59,8 +61,8 @@ def _named(fail: Fail, cases: list, outcomes: list, first: int, name: str) -> tu
             found = []
         if found:
             label, text = named(found)
-            return f"{fail.head} {text}", f"{name}: {label}"
-    return fail.message, f"{name}: {fail.mistake}"
+            return f"{fail.head} {text}", f"{name}: {label}", tuple(frozenset(s.key for s in c) for c in found)
+    return fail.message, f"{name}: {fail.mistake}", ()
 
 
 def _judge(case: Case, outcome) -> None:

@@ -37,16 +37,34 @@ ANY = ("any error",)  # a switch that fails on this input whatever the student's
 SQUEEZE = Switch("squeeze", "axes of size 1 dropped (a stray .squeeze())",
                  ".squeeze() drops every axis of size 1, a batch of one (B = 1) or a single position (T = 1) "
                  "included: remove it, or name the axis it may drop")
-HALF = Switch("half", "precision lost (16-bit arithmetic inside)",
-              "your values are right to about 3 digits only, as if computed in float16 (or bfloat16) and "
-              "converted back to a wider dtype, which is held to 1e-5: compute in float32 or float64, or return "
-              "the 16-bit result as it is (a 16-bit answer is held to 16-bit precision)", dtype="float16")
+HALF_WORDS = ("precision lost (16-bit arithmetic inside)",
+              "your values are right to about 3 digits only, as if computed in float16 (or bfloat16) and converted "
+              "back to a wider dtype, which is held to 1e-5: compute in float32 or float64, or return the 16-bit "
+              "result as it is (a 16-bit answer is held to 16-bit precision)")
+HALF = Switch("half", *HALF_WORDS)  # exercises 1-4: NumPy's float16 arithmetic, reproduced exactly
+HALF_PRODUCT = Switch("half_product", HALF_WORDS[0], HALF_WORDS[1])  # the product in float16, the bias added after
 GENERIC = (SQUEEZE, HALF)
 GENERIC_KEYS = frozenset(s.key for s in GENERIC)
 
 
+def sixteen(value):
+    """``value``'s arrays (a list's too) as float16: the inputs of a function computed in 16 bits."""
+    if isinstance(value, list | tuple):
+        return type(value)(sixteen(v) for v in value)
+    return value.astype(np.float16) if isinstance(value, np.ndarray) else value
+
+
+def widened(value):
+    """A result computed in 16 bits, converted back to float64 (as `.astype(np.float64)` does)."""
+    if isinstance(value, list | tuple):
+        return type(value)(widened(v) for v in value)
+    return value.astype(np.float64) if isinstance(value, np.ndarray) else value
+
+
 def generic(result, m):
-    """``result`` with the mistakes every function can make (:data:`GENERIC`) switched on."""
+    """``result`` with the mistakes every function can make (:data:`GENERIC`) switched on (a function computed
+    in 16 bits with "half" gets its inputs in float16 from its caller: see :func:`sixteen`)."""
+    result = widened(result) if "half" in m else result
     return np.squeeze(result) if "squeeze" in m else result
 
 
@@ -77,10 +95,11 @@ def linear_switches(w: str, b: str, product: str, layout: str = "(d_in, d_out)")
                "axes"),
         Switch("none_bias", f"{b}=None not handled", f"{b} is None when there is no bias, and adding None fails: "
                f"add the bias only when it is given (if {b} is not None: out = out + {b})"),
-        Switch("batched_only", "fails on unbatched input", f"an unbatched x is (T, d_in): write the projection for "
-               f"any leading axes (x @ {w} works for (T, d_in) and (B, T, d_in) alike)"),
+        *([Switch("batched_only", "fails on unbatched input", "an unbatched x is (T, d_in): write the projection "
+                  "for any leading axes (x @ w works for (T, d_in) and (B, T, d_in) alike)")] if w == "w" else []),
         *[Switch(("scaled", name), f"the product divided by {name}", f"x @ {w} is not scaled: remove the /{name}")
           for name in ("sqrt(d_in)", "sqrt(d_out)", "d_in", "d_out")],
+        HALF_PRODUCT,
     ]
 
 
@@ -97,6 +116,8 @@ def scaled_by(factor: float, wname: str) -> Switch:
 def linear(x, w, b=None, m=frozenset()):
     if "batched_only" in m and np.ndim(x) == 2:
         raise Failure(ANY, "fails on a (T, d_in) input")
+    if "half_product" in m:  # the product computed in float16, the bias added in the inputs' dtype
+        return linear(*sixteen((x, w)), None, (m - {"half_product"}) | {"half"}) + (0 if b is None else b)
     w_ = np.swapaxes(w, -1, -2) if "w_T" in m else w
     x_ = np.swapaxes(x, -1, -2) if "x_T" in m else x
     if "bias_first" in m and b is not None:

@@ -212,6 +212,8 @@ def named(switches, prefix: str = "") -> tuple[str, str]:
     """(label, sentence) for one or two mistakes; for a list of such combinations (each reproduces the
     answer: these calls cannot tell them apart), all of them as alternatives."""
     if isinstance(switches, list):
+        labels = [" + ".join(s.label for s in c) for c in switches]
+        switches = [c for i, c in enumerate(switches) if labels[i] not in labels[:i]]  # one wording said once
         if len(switches) == 1:
             return named(switches[0], prefix)
         options = [named(c) for c in switches]

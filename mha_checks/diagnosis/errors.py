@@ -86,7 +86,7 @@ def error_fail(call: str, case, error: dict, sizes: dict) -> None:
     kind, message = str(error.get("type", "Exception")), str(error.get("message", ""))[:300]
     line = error.get("line")
     at = f" (line {line} of your cell)" if isinstance(line, int) else ""
-    head = f"{call} raised {kind}{at}: {message.rstrip('.')}."
+    head = f"{call} raised {kind}{at}: {message.rstrip('.')}. {facts(case, sizes)}".rstrip()
     if kind == "NotImplementedError":
         raise Fail(f"{call} raised NotImplementedError: it is not written yet (replace "
                    "`raise NotImplementedError()` with your code).", "not written yet")
@@ -95,7 +95,7 @@ def error_fail(call: str, case, error: dict, sizes: dict) -> None:
         raise Fail(f"{head} The function you call has no argument named {keyword.group(1)}= (NumPy's transpose "
                    "takes axes=, torch's transpose two dims, TensorFlow's takes perm=): check its signature.",
                    f"wrong keyword argument {keyword.group(1)}=", head=head, searchable=True)
-    raise Fail(head + " " + facts(case, sizes), f"raises {kind}", head=head, searchable=True)
+    raise Fail(head, f"raises {kind}", head=head, searchable=True)
 
 
 def facts(case, sizes: dict) -> str:

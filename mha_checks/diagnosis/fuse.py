@@ -54,7 +54,8 @@ def _check_fuse(case, result, call):
 
 
 def _model(case, keys, got=None):
-    return variants.fuse(*_args(case), keys)
+    args = variants.sixteen(_args(case)) if "half" in keys else _args(case)
+    return variants.widened(variants.fuse(*args, keys)) if "half" in keys else variants.fuse(*args, keys)
 
 
 SPEC = Spec(_describe_fuse, _check_fuse, _fuse_sizes, _model, lambda case, got: variants.FUSE_SWITCHES, same_pair)

@@ -79,7 +79,7 @@ def _check_linear(wname, bname, out_axes):
 
 
 def _model(case, keys, got=None):
-    x, w, b = _args(case)
+    x, w, b = variants.sixteen(_args(case)) if "half" in keys else _args(case)
     return variants.linear(x, w, b, keys)
 
 
@@ -90,7 +90,8 @@ def _switches(wname: str, bname: str, product: str, layout: str):
         x, w, b = _args(case)
         try:  # a constant factor on the product, fitted on this call (checked on every call by the search)
             xw, rest = x @ w, arrays.as_array(got) - (0 if b is None else b)
-            factor = float((rest * xw).sum() / (xw * xw).sum())
+            with np.errstate(all="ignore"):
+                factor = float((rest * xw).sum() / (xw * xw).sum())
         except Exception:  # noqa: BLE001 - an answer of another shape fits no factor
             return catalogue
         return catalogue + ([variants.scaled_by(factor, wname)] if np.isfinite(factor) and factor != 0 else [])

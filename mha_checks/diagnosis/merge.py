@@ -29,7 +29,8 @@ def _check_merge(case, result, call):
 
 
 def _model(case, keys, got=None):
-    return variants.merge(_np(case.args[0]), keys)
+    x = _np(case.args[0])
+    return variants.merge(variants.sixteen(x) if "half" in keys else x, keys)
 
 
 def _switches(case, got) -> list:

@@ -67,7 +67,7 @@ def heads_kept(g, heads, w_o, b_o, tol) -> tuple[str, str] | None:
 
 
 def _model(case, keys, got=None):
-    return variants.per_head(*_args(case), keys)
+    return variants.per_head(*(variants.sixteen(_args(case)) if "half" in keys else _args(case)), keys)
 
 
 SPEC = Spec(_describe_per_head, _check_per_head, _per_head_sizes, _model,

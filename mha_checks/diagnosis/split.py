@@ -28,7 +28,8 @@ def _check_split(case, result, call):
 
 
 def _model(case, keys, got=None):
-    return variants.split(_np(case.args[0]), int(case.args[1]), keys)
+    x = _np(case.args[0])
+    return variants.split(variants.sixteen(x) if "half" in keys else x, int(case.args[1]), keys)
 
 
 def _switches(case, got) -> list:
