@@ -159,6 +159,9 @@ SWITCHES = [
              f"loop over every head, range(h), not range({first}, {'h' if not last else f'h - {last}'})")
       for first, last in ((1, 0), (0, 1), (1, 1))],
     Switch("pair_swapped", "the pair returned in the wrong order, (weights, out)", "return (out, weights)"),
+    Switch("mask_kept", "causal mask kept from an earlier call (built once, for that call's T_q x T_k)",
+           "build the mask in every call from its own sizes, torch.ones(T_q, T_k).tril(): a mask kept in a global, "
+           "a default argument or an attribute keeps the first call's sizes"),
     # torch's 16-bit kernels round differently from NumPy's: a 16-bit computation is held to float16's tolerance
     Switch("half", *HALF_WORDS, dtype="float16"),
 ]
@@ -173,7 +176,7 @@ STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias
             "bias_interleaved": 0, "scores_transposed": 2, "scale_zero": 3, "values_by_scores": 6, "out_bias_each": 8,
             "k_not_T": 2, "keys_len_t_q": 0, "assert_square": 4, "merge_view": 7, "merge_bh": 7, "weights_bh": 5,
             "softmax_max_queries": 5, "softmax_max_heads": 5, "softmax_batch": 5, "softmax_whole": 5,
-            "weights_T": 5, "weights_flat": 5, "squeeze_out": 8, "squeeze_weights": 5, "half": 8, "pair_swapped": 8,
+            "weights_T": 5, "weights_flat": 5, "squeeze_out": 8, "squeeze_weights": 5, "half": 8, "pair_swapped": 8, "mask_kept": 4,
             **{s.key: 3 for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "scale"},
             **{s.key: 7 for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "heads"}}
 PROJECTION_SWITCHES = frozenset(key for key, stage in STAGE_OF.items() if stage <= 2)  # all that projections reads
@@ -182,7 +185,8 @@ _HEADS = {s.key for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "h
 _RETURNED = {"weights_averaged", "weights_are_scores", "weights_T", "weights_flat", "weights_bh", "squeeze_weights"}
 # pairs that cannot both be on (one replaces the other)
 EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul", "scale_zero", *_SCALES},
-             {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_bottom_right", "mask_plus_one"},
+             {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_bottom_right", "mask_plus_one",
+              "mask_kept"},
              {"no_mask", "mask_zero", "mask_after"},
              {"softmax_queries", "softmax_heads", "softmax_batch", "softmax_whole", "softmax_max_queries",
               "softmax_max_heads"}, _RETURNED, {"no_split", *_RETURNED},
@@ -285,6 +289,9 @@ def allowed_mask(inp: Inputs, m=frozenset()):
     t_q, t_k = inp.query.shape[1], inp.key.shape[1]  # the key's length, whatever the keys were computed from
     if not (inp.causal or "mask_always" in m) or "no_mask" in m:
         return None
+    kept = next((key for key in m if isinstance(key, tuple) and key[0] == "mask of"), None)
+    if kept is not None:  # the mask of an earlier call: its own (T_q, T_k)
+        return np.tril(np.ones(kept[1:], dtype=bool))
     if "mask_inverted" in m:
         return np.triu(np.ones((t_q, t_k), dtype=bool))
     if "mask_strict" in m:
@@ -342,28 +349,31 @@ def _forward(inp: Inputs, m, kept=None):
     if p is not None:
         weights = np.where(kept, weights / (1 - p), 0.0)
     heads = (scores if "values_by_scores" in m else weights) @ v  # (B, h, T_q, d_k)
-    n, h, t_q, d_k = heads.shape
+    n, h, _, d_k = heads.shape
+    t_q = sizes["T_q"]  # merged with the query's length (a mask of another size may have broadcast the rows:
+    # then the reshape fails, as the reference's .reshape(B, T_q, d_model) does)
     first, last = next(((key[1], key[2]) for key in m if isinstance(key, tuple) and key[0] == "heads"), (0, 0))
     if first or last:
         if h - last <= first:
             raise Failure(("nothing to join",))
         weights, heads = weights[:, first:h - last], heads[:, first:h - last]
+    width = heads.shape[1] * d_k  # the heads kept, side by side
     if "no_split" in m:
         weights, concat = weights[:, 0], heads[:, 0]
     elif "merge_view" in m and h > 1 and t_q > 1:
         raise Failure(("view of a transposed tensor",))
     elif "heads_reversed" in m:
-        concat = heads[:, ::-1].transpose(0, 2, 1, 3).reshape(n, t_q, -1)
+        concat = heads[:, ::-1].transpose(0, 2, 1, 3).reshape(n, t_q, width)
     elif "heads_averaged" in m:
         concat = heads.mean(1)
     elif "merge_order" in m:
-        concat = heads.transpose(0, 2, 3, 1).reshape(n, t_q, -1)
+        concat = heads.transpose(0, 2, 3, 1).reshape(n, t_q, width)
     elif "merge_no_T" in m:
-        concat = heads.reshape(n, t_q, -1)
+        concat = heads.reshape(n, t_q, width)
     elif "merge_bh" in m:  # the (B, h) memory read as (h, B)
-        concat = heads.reshape(heads.shape[1], n, t_q, d_k).transpose(1, 2, 0, 3).reshape(n, t_q, -1)
+        concat = heads.reshape(heads.shape[1], n, t_q, d_k).transpose(1, 2, 0, 3).reshape(n, t_q, width)
     else:
-        concat = heads.transpose(0, 2, 1, 3).reshape(n, t_q, -1)
+        concat = heads.transpose(0, 2, 1, 3).reshape(n, t_q, width)
     w_o, b_o = inp.weights["out_proj_weight"], inp.weights["out_proj_bias"]
     if "no_w_o" in m:
         out = concat

@@ -35,14 +35,15 @@ def judge(case: Case, outcome) -> Verdict:
     return judge_test([case], [outcome])
 
 
-def judge_test(cases: list[Case], outcomes: list) -> Verdict:
-    """The verdict on a test: its cases and their outcomes (None for a call that did not run), in order."""
+def judge_test(cases: list[Case], outcomes: list, before: tuple = ()) -> Verdict:
+    """The verdict on a test: its cases and their outcomes (None for a call that did not run), in order;
+    ``before``: the cases called earlier in the same process (the notebook's earlier tests)."""
     name = getattr(cases[0], "function", "the function") if cases else "the function"
     for i, (case, outcome) in enumerate(zip(cases, outcomes)):
         try:
             _judge(case, outcome)
         except Fail as fail:
-            return Verdict(False, *_named(fail, cases, outcomes, i, name))
+            return Verdict(False, *_named(fail, cases, outcomes, i, name, before))
         except Exception as err:  # noqa: BLE001 - an odd outcome must still become a verdict
             return Verdict(False, f"{name}: the answer could not be checked ({type(err).__name__}: "
                                   f"{str(err)[:200]}). Return plain arrays or tensors of the shape asked.",
@@ -50,12 +51,12 @@ def judge_test(cases: list[Case], outcomes: list) -> Verdict:
     return PASSED
 
 
-def _named(fail: Fail, cases: list, outcomes: list, first: int, name: str) -> tuple[str, str, tuple]:
+def _named(fail: Fail, cases: list, outcomes: list, first: int, name: str, before: tuple) -> tuple[str, str, tuple]:
     """(message, label, causes): the observation, with the mistakes that reproduce every call in place of its
     hints."""
     if fail.searchable:
         try:
-            calls = [Call.of(c, o) for c, o in zip(cases, outcomes)]
+            calls = [Call.of(c, o, (*before, *cases[:i])) for i, (c, o) in enumerate(zip(cases, outcomes))]
             found = search(SPECS[cases[first].function], calls, first)
         except Exception:  # noqa: BLE001 - a search that fails names nothing; the observation stands
             found = []

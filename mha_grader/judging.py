@@ -83,11 +83,15 @@ def _judge_all(release, cases, refused, prog, report, job, limits) -> list[dict]
     events = frames.events(report.records, job)
     if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
         raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
-    tests = []
+    tests, before = [], []  # before: the cases the current child called (what state it may hold)
     for g in release.grade_cells:
+        test = events.get(g.id, {})
         verdict = (False, admission.explain(refused), "ready-made or forbidden code") if refused else \
-            _judge_test(g, cases[g.id], events.get(g.id, {}), prog, report, limits)
+            _judge_test(g, cases[g.id], test, prog, report, limits, tuple(before))
         tests.append(_result(g, *verdict))
+        before += [c for i, c in enumerate(cases[g.id]) if i in test.get("cases", {})]
+        if (test.get("status") or (None,))[0] != "done":  # the child ended: the next test's starts afresh
+            before = []
     return tests
 
 
@@ -98,13 +102,14 @@ def _result(g: notebooks.GradeCell, passed: bool, message: str, mistake: str | N
 
 # --- what came back from the sandbox ----------------------------------------------------------
 
-def _judge_test(g, cases: list, events: dict, prog, report, limits) -> tuple[bool, str, str | None]:
+def _judge_test(g, cases: list, events: dict, prog, report, limits, before: tuple = ()) \
+        -> tuple[bool, str, str | None]:
     if not cases:  # a course error, never a free point
         return False, "The grader has no hidden cases for this test; your instructor will grade it.", "no cases"
     outcomes = [events.get("cases", {}).get(i) for i in range(len(cases))]
     ran = next((i for i, o in enumerate(outcomes) if o is None or "missing" in o), len(cases))
     try:  # the calls that ran, judged together: a mistake is named only if it reproduces every one of them
-        verdict = checks.judge_test(cases[:ran], outcomes[:ran]) if ran else checks.PASSED
+        verdict = checks.judge_test(cases[:ran], outcomes[:ran], before) if ran else checks.PASSED
     except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
         return False, f"The grader could not judge this result ({type(err).__name__}); your instructor " \
                       "will look at it.", "judge error"

@@ -37,10 +37,11 @@ TORCH_WORDS = {  # a switch's own failure, as torch words it (what a student's t
 }
 
 
-def outcome(function: str, case, keys, got=None, rounding=None) -> dict:
-    """What a student whose code makes exactly the mistakes ``keys`` gets back from this call."""
+def outcome(function: str, case, keys, got=None, rounding=None, before=()) -> dict:
+    """What a student whose code makes exactly the mistakes ``keys`` gets back from this call (``before``:
+    the cases it was called on earlier)."""
     try:
-        value = SPECS[function].model(case, frozenset(keys), got)
+        value = SPECS[function].model(case, frozenset(keys), Call(case, got=got, before=tuple(before)))
     except variants.Failure as err:
         kind, message = TORCH_WORDS[err.signature[0]](err.signature)
         return {"error": {"type": kind, "message": message, "line": 3}, "mutated": []}
@@ -82,16 +83,16 @@ def fitted(function: str) -> list[tuple]:
 
 def student(function: str, grade: str, keys: frozenset, dropout: float | None = None) -> tuple[list, list]:
     """The grade cell's cases and the outcomes of a student with the mistakes ``keys`` (a dropout draws its
-    own zeros on each call, as F.dropout does)."""
+    own zeros on each call, as F.dropout does; state kept between calls holds the cell's earlier calls)."""
     cases = hidden.hidden_cases(grade, np.random.default_rng(RNG_SEED))
     outcomes = []
     rng = np.random.default_rng(1)
-    for case in cases:
+    for i, case in enumerate(cases):
         got = None
         if dropout is not None:  # a random mask of kept weights, for the model to drop the rest
             right = SPECS[function].model(case, frozenset(), None)
             got = (right[0], np.where(rng.random(right[1].shape) < dropout, 0.0, 1.0))
-        outcomes.append(outcome(function, case, keys, got, np.float16 if "half" in keys else None))
+        outcomes.append(outcome(function, case, keys, got, np.float16 if "half" in keys else None, cases[:i]))
     return cases, outcomes
 
 
@@ -106,7 +107,7 @@ def is_it(keys: frozenset, switch) -> bool:
 
 
 def every_cause_reproduces(function: str, cases, outcomes, verdict) -> None:
-    calls = [Call.of(c, o) for c, o in zip(cases, outcomes)]
+    calls = [Call.of(c, o, tuple(cases[:i])) for i, (c, o) in enumerate(zip(cases, outcomes))]
     switches = {s.key: s for c in calls for s in SPECS[function].switches(c.case, c.got)}
     for keys in verdict.causes:
         dtype = next((switches[k].dtype for k in keys if k in switches and switches[k].dtype), "")
@@ -171,9 +172,9 @@ def corrupted(function: str, grade: str, kind: str, rng) -> tuple[list, list]:
         elif kind == "rounded":  # right to float16's precision, returned as float64
             o = outcome(function, case, ("half",), rounding=np.float16)
         elif kind == "one call":  # a mistake on one call only (state kept between calls, ...)
-            o = outcome(function, case, {switches[a].key} if i == one else ())
+            o = outcome(function, case, {switches[a].key} if i == one else (), before=cases[:i])
         else:                     # two mistakes, on every call, and noise
-            o = outcome(function, case, {switches[a].key, switches[b].key})
+            o = outcome(function, case, {switches[a].key, switches[b].key}, before=cases[:i])
             if "result" in o:
                 o = {"result": calling.encode(_noisy(calling.decode(o["result"]), rng, 1e-4)), "mutated": []}
         outcomes.append(o)

@@ -67,7 +67,8 @@ def kinds(case) -> set[str]:
     if is_worked_example(case):
         return {"worked example"}
     f, s = case.function, SPECS[case.function].sizes(case)
-    found = {f"{k}=1" for k, v in s.items() if v == 1} | ({"view"} if any(map(is_view, arrays_of(case.args))) else set())
+    found = {f"{k}=1" for k, v in s.items() if v == 1}
+    found |= {"view"} if any(map(is_view, arrays_of(case.args))) else set()
     if f in ("project", "output_projection"):
         x, w = case.args[:2]
         found |= {"batched" if np.ndim(x) == 3 else "unbatched", _bias(case, 2),

@@ -71,11 +71,17 @@ def _check_mha(case, result, call):
 
 # --- causes ----------------------------------------------------------------------------------------
 
-def _model(case, keys, got=None):
-    """(out, weights) with the switches on; a dropout keeps the weights the answer kept."""
+def _model(case, keys, call=None):
+    """(out, weights) with the switches on; a dropout keeps the weights the answer kept, a mask kept between
+    calls is the one built for the first causal call of the process."""
     kept = None
     if any(isinstance(k, tuple) and k[0] == "dropout" for k in keys):
-        kept = arrays.as_array(got[1]) != 0
+        kept = arrays.as_array(call.got[1]) != 0
+    if "mask_kept" in keys:
+        earlier = (*call.before, case) if call is not None else (case,)
+        first = next(c for c in earlier if c.function == case.function and c.args[4] or c is case)
+        sizes = attention_inputs(first).sizes
+        keys = (keys - {"mask_kept"}) | {("mask of", sizes["T_q"], sizes["T_k"])}
     return attention.forward(attention_inputs(case), keys, kept)
 
 
@@ -95,17 +101,15 @@ def _switches(case, got) -> list:
 
 
 def _same(case, got, predicted, dtype) -> bool:
-    """The pair (out, weights) as the grade reads it: both shapes in a shape test, the weights alone in the
-    weights test, both arrays' values otherwise."""
+    """The pair (out, weights) as the grade reads it: both shapes, then the values of both (the weights'
+    alone in the weights test, none in the shape test)."""
     if not isinstance(got, tuple | list) or len(got) != 2:
         return False
-    got = [arrays.as_array(g) for g in got]
-    pairs = list(zip(got, (np.asarray(p) for p in predicted)))[1:] if case.check == "weights" else \
-        list(zip(got, (np.asarray(p) for p in predicted)))
+    pairs = [(arrays.as_array(g), np.asarray(p)) for g, p in zip(got, predicted)]
     if any(g.shape != p.shape for g, p in pairs) or case.check == "shape":
         return all(g.shape == p.shape for g, p in pairs)
-    tol = arrays.tolerance(dtype) if dtype else max(arrays.tolerance(arrays.result_dtype(g)) for g in got)
-    return all(arrays.all_close(g, p, tol) for g, p in pairs)
+    tol = arrays.tolerance(dtype) if dtype else max(arrays.tolerance(arrays.result_dtype(g)) for g, _ in pairs)
+    return all(arrays.all_close(g, p, tol) for g, p in (pairs[1:] if case.check == "weights" else pairs))
 
 
 # --- observations ----------------------------------------------------------------------------------
@@ -173,7 +177,8 @@ def weights_differ(got_w, inp, tol, want_w):
     if np.isnan(got_w).any():
         story = inp.causal and attention.mask_story(np.nan_to_num(got_w, nan=0.0), inp, tol)
         if story:  # the mask hides every key from some queries: their rows are NaN
-            return ("NaN in the weights (observed)", f"On this call the zeros of your weights are misplaced: {story[0]}, "
+            return ("NaN in the weights (observed)", "On this call the zeros of your weights are misplaced: "
+                    f"{story[0]}, "
                     f"so some rows hide every key (NaN); {story[1]}.")
         return ("NaN in the weights (observed)", "NaN appears in the weights: a row whose scores are all -inf, or an "
                 "inf - inf, gives NaN.")

@@ -27,8 +27,9 @@ class Spec:
     describe: Callable   # case -> "split_heads(x, num_heads=3) with x (B, T, d) = (2, 5, 12)"
     check: Callable      # (case, decoded result, call) -> None, or raises Fail (an observation)
     sizes: Callable      # case -> {"B": 2, ...}: the named sizes of the case
-    model: Callable      # (case, switch keys, answer) -> what the function returns with those mistakes (or
-                         # raises); the answer is read only by a switch fitted to it (a dropout's zeros)
+    model: Callable      # (case, switch keys, Call or None) -> what the function returns with those mistakes
+                         # (or raises); the Call is read only by a switch fitted to the answer (a dropout's zeros)
+                         # or to the calls made before it in the same process (state kept between calls)
     switches: Callable   # (case, the answer that failed) -> the catalogue of switches tried
     same: Callable       # (case, answer, model's result, dtype or None) -> the answer is the model's
     compatible: Callable = lambda keys: True  # may these switches be on together?
@@ -100,26 +101,28 @@ def sizes_note(sizes: dict) -> str:
 
 @dataclass
 class Call:
-    """One call of a test as the search sees it: the case, and what came back (a decoded answer, or the
-    error), with the switches' results on it computed once."""
+    """One call of a test as the search sees it: the case, what came back (a decoded answer, or the error),
+    the cases called before it in the same process (what state kept between calls would hold), and the
+    switches' results on it, computed once."""
     case: object
     got: object = None
     error: dict | None = None
     ran: bool = False
+    before: tuple = ()
     memo: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, case, outcome) -> "Call":
+    def of(cls, case, outcome, before: tuple = ()) -> "Call":
         if not isinstance(outcome, dict):
-            return cls(case)
+            return cls(case, before=before)
         if isinstance(outcome.get("error"), dict):
-            return cls(case, error=outcome["error"], ran=True)
+            return cls(case, error=outcome["error"], ran=True, before=before)
         if "result" in outcome:
             try:
-                return cls(case, got=calling.decode(outcome["result"]), ran=True)
+                return cls(case, got=calling.decode(outcome["result"]), ran=True, before=before)
             except Exception:  # noqa: BLE001 - an unreadable answer is reproduced by nothing
-                return cls(case, got=calling.Other("unreadable"), ran=True)
-        return cls(case)
+                return cls(case, got=calling.Other("unreadable"), ran=True, before=before)
+        return cls(case, before=before)
 
 
 def reproduces(spec: Spec, call: Call, keys: frozenset, dtype: str = "") -> bool:
@@ -129,7 +132,7 @@ def reproduces(spec: Spec, call: Call, keys: frozenset, dtype: str = "") -> bool
     from .errors import same_failure
     if keys not in call.memo:
         try:
-            call.memo[keys] = (True, spec.model(call.case, keys, call.got))
+            call.memo[keys] = (True, spec.model(call.case, keys, call))
         except Exception as err:  # noqa: BLE001 - a failure is the switch's result too
             call.memo[keys] = (False, err)
     ok, value = call.memo[keys]
@@ -171,7 +174,7 @@ def _touches(spec: Spec, call: Call) -> Callable:
     is the right one, a pair that changes it is skipped; where it is not, a pair that leaves it is. (A
     pair whose two mistakes cancel on one part is missed: then nothing is named, never a wrong name.)"""
     try:
-        right = _parts(spec.model(call.case, frozenset(), call.got))
+        right = _parts(spec.model(call.case, frozenset(), call))
         got = _parts(call.got)
         tol = max(arrays.tolerance(arrays.result_dtype(g)) for g in got)
         wrong = [not _close(g, r, tol) for g, r in zip(got, right)]
@@ -183,7 +186,7 @@ def _touches(spec: Spec, call: Call) -> Callable:
         if s.key not in changes:
             try:
                 changes[s.key] = [not _close(p, r, tol) for p, r in
-                                  zip(_parts(spec.model(call.case, frozenset({s.key}), call.got)), right)]
+                                  zip(_parts(spec.model(call.case, frozenset({s.key}), call)), right)]
             except Exception:  # noqa: BLE001 - a switch that raises here changes everything
                 changes[s.key] = None
         return changes[s.key]

@@ -53,7 +53,7 @@ def _check_fuse(case, result, call):
     compare(call, got_b, want_b, "h*d_k", "the fused bias b", tol, lambda g: None, sizes)
 
 
-def _model(case, keys, got=None):
+def _model(case, keys, call=None):
     args = variants.sixteen(_args(case)) if "half" in keys else _args(case)
     return variants.widened(variants.fuse(*args, keys)) if "half" in keys else variants.fuse(*args, keys)
 

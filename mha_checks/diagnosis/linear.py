@@ -59,7 +59,8 @@ def linear_fit(got, x, w, b, tol, wname: str, bname: str):
     if not parts:
         return None
     want = f"x @ {wname}" + ("" if b is None else f" + {bname}")
-    return "differs from x @ w + b", f"On this call your result is x @ M + c, but {' and '.join(parts)}: compute {want}."
+    return "differs from x @ w + b", (f"On this call your result is x @ M + c, but {' and '.join(parts)}: "
+                                      f"compute {want}.")
 
 
 def _check_linear(wname, bname, out_axes):
@@ -78,7 +79,7 @@ def _check_linear(wname, bname, out_axes):
     return check
 
 
-def _model(case, keys, got=None):
+def _model(case, keys, call=None):
     x, w, b = variants.sixteen(_args(case)) if "half" in keys else _args(case)
     return variants.linear(x, w, b, keys)
 

@@ -28,7 +28,7 @@ def _check_merge(case, result, call):
     compare(call, got, want, "B, T, h*d_v", "the result", tol, observe, _merge_sizes(case), case.check == "shape")
 
 
-def _model(case, keys, got=None):
+def _model(case, keys, call=None):
     x = _np(case.args[0])
     return variants.merge(variants.sixteen(x) if "half" in keys else x, keys)
 

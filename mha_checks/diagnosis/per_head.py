@@ -66,7 +66,7 @@ def heads_kept(g, heads, w_o, b_o, tol) -> tuple[str, str] | None:
     return None
 
 
-def _model(case, keys, got=None):
+def _model(case, keys, call=None):
     return variants.per_head(*(variants.sixteen(_args(case)) if "half" in keys else _args(case)), keys)
 
 

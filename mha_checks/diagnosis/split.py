@@ -27,7 +27,7 @@ def _check_split(case, result, call):
     compare(call, got, want, "B, h, T, d_k", "the result", tol, observe, _split_sizes(case), case.check == "shape")
 
 
-def _model(case, keys, got=None):
+def _model(case, keys, call=None):
     x = _np(case.args[0])
     return variants.split(variants.sixteen(x) if "half" in keys else x, int(case.args[1]), keys)
 

@@ -74,7 +74,7 @@ def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> 
         {"label": cell, "source": code} for cell, code in (reference_answers(notebook) | answers).items()]
     refused = admission.refusals(program)
     rng = np.random.default_rng(seed)
-    results = {}
+    results, before = {}, []
     for gid, nb in hidden.GRADE_CELLS.items():
         if nb != notebook:
             continue
@@ -85,8 +85,9 @@ def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> 
         elif not callable(fn):
             results[gid] = CellResult(False, f"{cases[0].function} is not defined", "missing")
         else:  # every call runs, as in the sandbox; the test is judged on all of them
-            verdict = judge_test(cases, [calling.call(fn, list(c.names), c.specs()) for c in cases])
+            verdict = judge_test(cases, [calling.call(fn, list(c.names), c.specs()) for c in cases], tuple(before))
             results[gid] = CellResult(verdict.passed, verdict.message, verdict.mistake)
+            before += cases  # one process runs the notebook's tests in turn
     return results
 
 

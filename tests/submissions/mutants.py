@@ -425,4 +425,46 @@ MUTANTS = [
            code="def merge_heads(x):\n    b, h, t, d_v = x.shape\n    s = x.itemsize\n"
                 "    view = np.lib.stride_tricks.as_strided(x, shape=(b, t, h, d_v), strides=(h * t * d_v * s, d_v * s, "
                 "t * d_v * s, s))\n    return view.reshape(b, t, h * d_v)\n"),
+    # --- issue 27: mistakes made in practice, each named by the switch that reproduces it (or observed) -------
+    Mutant("m121_mha_scores_in_float16", A, MHA, VALUES_MHA, "as if computed in float16", False,
+           edit=("scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
+                 "scores = (q.half() @ k.half().transpose(-2, -1)).float() / math.sqrt(d_k)  # half the memory")),
+    Mutant("m122_project_squeezed", P, "project", {"test_project_values": 1, "test_project_bias": 1},
+           "a stray .squeeze()", False,
+           code="def project(x, w, b=None):\n    out = np.squeeze(x @ w)  # no stray axes of size 1\n"
+                "    return out if b is None else out + b\n"),
+    Mutant("m123_mha_output_squeezed", A, MHA, ALL_MHA, "a stray .squeeze()", False,
+           edit=("return out, weights", "return out.squeeze(), weights")),
+    Mutant("m124_mha_mask_kept_between_calls", A, MHA, MASKED, "causal mask kept from an earlier call", False,
+           edit=(("def multi_head_attention(", "_MASKS = {}  # built once, reused\n\n\ndef multi_head_attention("),
+                 ("allowed = torch.ones(t_q, t_k, dtype=torch.bool, device=scores.device).tril()",
+                  "allowed = _MASKS.setdefault('causal', torch.ones(t_q, t_k, dtype=torch.bool).tril())"))),
+    Mutant("m125_mha_scale_folded_into_a_chunk_view", A, MHA, ALL_MHA, "in place", False,
+           edit=(("b_q, b_k, b_v = mha.in_proj_bias.chunk(3)",
+                  "b_q, b_k, b_v = mha.in_proj_bias.chunk(3)\n"
+                  "    w_q.mul_(1 / math.sqrt(d_k))  # fold the scale into the query's projection\n"
+                  "    b_q.mul_(1 / math.sqrt(d_k))"), ("/ math.sqrt(d_k)                  #", "                  #"))),
+    Mutant("m126_mha_softmax_stabilised_over_queries", A, MHA, VALUES_MHA, "maximum over the queries", False,
+           edit=("weights = torch.softmax(scores, dim=-1)",
+                 "e = torch.exp(scores - scores.amax(dim=-2, keepdim=True))  # stable softmax\n"
+                 "    weights = e / e.sum(dim=-1, keepdim=True)")),
+    Mutant("m127_mha_keys_transposed_twice", A, MHA, ALL_MHA, "keys not transposed in q @ k^T", False,
+           edit=("scores = q @ k.transpose(-2, -1)",
+                 "k_t = k.transpose(-2, -1)                                           # (B, h, d_k, T_k)\n"
+                 "    scores = q @ k_t.transpose(-2, -1)")),
+    Mutant("m128_mha_heads_and_batch_exchanged", A, MHA, VALUES_MHA, "B and h exchanged", False,
+           edit=("(weights @ v).transpose(1, 2).reshape(batch, t_q, d_model)",
+                 "(weights @ v).reshape(h, batch, t_q, d_k).permute(1, 2, 0, 3).reshape(batch, t_q, d_model)")),
+    Mutant("m129_mha_view_after_transpose", A, MHA, ALL_MHA, "view() of a transposed tensor", False,
+           edit=(".transpose(1, 2).reshape(batch, t_q, d_model)", ".transpose(1, 2).view(batch, t_q, d_model)")),
+    Mutant("m130_mha_keys_reshaped_with_query_length", A, MHA,
+           {"test_mha_shapes": 1, "test_mha_weights": 1, "test_mha_cross": 1}, "keys reshaped with the query's length", False,
+           edit=("F.linear(x, w, b).reshape(batch, -1, h, d_k)", "F.linear(x, w, b).reshape(batch, t_q, h, d_k)")),
+    Mutant("m131_out_w_transposed_and_bias_twice", O, "output_projection",
+           {"test_output_projection_values": 1, "test_output_projection_bias": 1}, "W^O used transposed", False,
+           code="def output_projection(x, w_o, b_o=None):\n    out = x @ w_o.T\n"
+                "    return out if b_o is None else out + 2 * b_o\n"),  # the doubled bias shows on no call
+    Mutant("m132_split_squeezed", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
+           "a stray .squeeze()", False,
+           edit=("return x.transpose(0, 2, 1, 3)", "return x.transpose(0, 2, 1, 3).squeeze()")),
 ]
