@@ -4,8 +4,8 @@ Every mutant of tests/submissions/mutants.py is graded at the judge level (no sa
 secrets. For each failing grade cell the verdict's label is read:
 
 * a label that names a cause (anything but the observations in ``OBSERVED``: "wrong values", "departs
-  ...", "raises X", ...) is **true** when the cell's message holds the mutant's ``says`` phrase (or one
-  of its ``also`` phrases), **false** otherwise;
+  ...", "raises X", "... (observed)", ...) is **true** when the cell's message or label holds the mutant's
+  ``says`` phrase (or one of its ``also`` phrases), **false** otherwise;
 * a mutant is *named* when, under every secret, some cell names it truly; *falsely named* when, under
   some secret, some cell names a cause that is not its own.
 
@@ -19,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import torch  # noqa: E402
+
 from submissions import judged  # noqa: E402
 from submissions.mutants import MUTANTS  # noqa: E402
 
@@ -40,7 +42,7 @@ def cell_naming(m, result) -> str:
     label = (result.mistake or "").split(": ", 1)[-1]
     if not label or OBSERVED.match(label):
         return "none"
-    return "true" if any(p in result.message for p in phrases(m)) else "false"
+    return "true" if any(p in result.message or p in label for p in phrases(m)) else "false"
 
 
 def measure(seeds: list[int], verbose: bool) -> dict:
@@ -70,12 +72,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[2026, 7, 31337, 1, 2, 3])
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
-    start = time.perf_counter()
+    torch.set_num_threads(1)  # the students' torch code: one thread, as in the sandbox
+    start = time.process_time()
     r = measure(args.seeds, args.verbose)
     n = r["total"]
     print(f"\nmutants: {n}; secrets: {len(args.seeds)}; named under every secret: {len(r['named'])} "
           f"({100 * len(r['named']) / n:.1f}%); falsely named under some secret: {len(r['false'])} "
-          f"({100 * len(r['false']) / n:.1f}%)  [{time.perf_counter() - start:.0f} s]")
+          f"({100 * len(r['false']) / n:.1f}%)  [{time.process_time() - start:.0f} s of CPU]")
     print("not named:", sorted(set(m.student for m in MUTANTS) - set(r["named"])))
     print("falsely named:", r["false"])
 
