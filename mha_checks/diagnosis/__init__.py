@@ -8,7 +8,6 @@ answer is right. A mistake is named only by :func:`common.search`: a catalogued 
 :mod:`mha_checks.variants` / :mod:`mha_checks.attention` whose reference reproduces the answer (its
 values within the grade's tolerance, its shape, or its failure) on every call of the test.
 """
-from .. import variants
 from . import assembly, fuse, linear, merge, per_head, split
 from .common import Call, Fail, Spec, named, search
 from .errors import error_fail
@@ -24,4 +23,4 @@ SPECS = {
     "multi_head_attention": assembly.SPEC,
 }
 
-__all__ = ["SPECS", "Fail", "Spec", "Call", "named", "search", "error_fail", "variants"]
+__all__ = ["SPECS", "Fail", "Spec", "Call", "named", "search", "error_fail"]

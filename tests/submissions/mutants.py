@@ -388,7 +388,7 @@ MUTANTS = [
            edit=("np.concatenate(w_heads, axis=1)", "np.vstack(w_heads)")),
     Mutant("m107_mha_weights_transposed", A, MHA, ALL_MHA, "attention weights returned transposed", False,
            edit=("return out, weights", "return out, weights.transpose(-2, -1)")),
-    Mutant("m108_mha_values_with_w_o", A, MHA, VALUES_MHA, "the output departs after the softmax", False,
+    Mutant("m108_mha_values_with_w_o", A, MHA, VALUES_MHA, "the difference comes after the softmax", False,
            edit=("split(value, w_v, b_v)", "split(value, mha.out_proj.weight, mha.out_proj.bias)")),
     Mutant("m109_out_float16_inside", O, "output_projection",
            {"test_output_projection_values": 1, "test_output_projection_bias": 1}, "as if computed in float16", False,
