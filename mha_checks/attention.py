@@ -467,18 +467,19 @@ def weights_with_divisors(inp: Inputs, divisors) -> np.ndarray:
 
 
 def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str] | None:
-    """(what the zeros of the weights show, the fix) when they are not where the mask puts them. A position
-    whose right weight is about 0 even without a mask shows nothing, and is read as the mask would have it."""
+    """(what the zeros of the weights show, the fix) when they are not where the mask puts them. A key after
+    the query, with causal=True, counts as hidden when its weight is 0 to the tolerance (what the grade asks);
+    any other key only when its weight is exactly 0 in every batch element and head, as a mask leaves it
+    (-inf, -1e9 or a zero put after the softmax), never a weight that is merely small: a softmax of other
+    scores may give one, and it hides nothing."""
     t_q, t_k = weights.shape[-2:]
     if (t_q, t_k) != (inp.sizes["T_q"], inp.sizes["T_k"]):
         return None
     axes = tuple(range(weights.ndim - 2))
-    free = forward(inp, frozenset({"no_mask"}))[1]
     lower = np.tril(np.ones((t_q, t_k), dtype=bool))
     future = ~lower
     expected = future if inp.causal else np.zeros_like(future)
-    zero = np.where(np.all(np.abs(free) <= 2 * tol, axis=tuple(range(free.ndim - 2))), expected,
-                    np.all(np.abs(weights) <= tol, axis=axes))
+    zero = np.where(expected, np.all(np.abs(weights) <= tol, axis=axes), np.all(weights == 0, axis=axes))
     if np.array_equal(zero, expected):
         return None
     if inp.causal and np.array_equal(zero, np.tril(np.ones((t_q, t_k), dtype=bool), -1)):
