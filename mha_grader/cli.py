@@ -4,7 +4,7 @@
     python -m mha_grader probe
     python -m mha_grader grade [--student ID ...] [--notebook NAME ...] [--force]
                                [--workers W] [--scheduler tcp://HOST:8786] [--db-url URL]
-                               [--unsafe-no-sandbox]
+                               [--timing] [--unsafe-no-sandbox]
 """
 import argparse
 import os
@@ -16,7 +16,7 @@ from . import secret
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command that resumes a stopped run
+    args.argv = argv  # None: this process's own (resume.command rebuilds the command typed)
     if args.command == "grade":  # the grader's imports (nbgrader, SQLAlchemy) take seconds: say so first
         from .report import status
         status("loading the grader")
@@ -55,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--test-seconds", type=float, default=10.0, help="wall time of one test (default 10)")
     grade.add_argument("--notebook-seconds", type=float, default=60.0,
                        help="wall time of all the tests of one notebook (default 60)")
+    grade.add_argument("--timing", action="store_true",
+                       help="also print what grading cost this process per notebook (for the benchmarks)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="UNSAFE: run student code with the grader's own rights (only for your own tests)")
     return parser

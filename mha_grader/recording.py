@@ -23,20 +23,24 @@ QUIET_S = 0.25    # ... or once no result has come for this long
 class Recorder:
     def __init__(self, course, writer):
         self.course, self.writer = course, writer
-        self.keys: dict[tuple[str, str], str] = {}  # (student, notebook) -> stamp key, queued
+        self.keys: dict[tuple[str, str], dict] = {}  # (student, notebook) -> its stamp, queued
         self.last_flush = time.monotonic()
         self.seconds, self.cpu, self.count = 0.0, 0.0, 0  # wall and CPU time spent here, notebooks recorded
 
     def record(self, job: dict, result: dict) -> None:
-        """Files at once; the grades and the stamp with the next batch."""
+        """Files at once; the grades and the stamp with the next batch. A result "unchanged" (the bytes its
+        stamp was made from, jobs.py) has nothing to record: its stamp, renewed, is written at once."""
         start, cpu = time.monotonic(), time.thread_time()
         student, name = job["student"], job["notebook"]
+        if result.get("unchanged"):
+            self.course.stamp(student, {name: job["stamp"]})
+            return
         rendered = result.pop("feedback")
         report.save(self.course, student, name, result)
         feedback.write(self.course.folder("feedback", student), self.course.folder("autograded", student),
                        name, rendered)
         self.writer.record(student, name, result["tests"])
-        self.keys[(student, name)] = job["key"]
+        self.keys[(student, name)] = job["stamp"]
         self.count += 1
         self.seconds += time.monotonic() - start
         self.cpu += time.thread_time() - cpu
