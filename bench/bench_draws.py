@@ -41,11 +41,12 @@ def one_job(release, nb, draws) -> dict:
     cases = {g.id: draws.hidden_cases(g.id, secret.rng(KEY, "mha", release.name, g.id, "student", "sha"))
              for g in release.grade_cells}
     start = time.process_time()
-    job = judging._job(notebooks.program(release, nb), release.grade_cells, cases)
+    prog, ruling, job = judging.plan(release, nb, cases)  # as the grader builds it (only what the tests reach)
     report = sandbox.run(job)
     events = frames.events(report.records, job)
-    passed = all(judging._judge_test(g, cases[g.id], events.get(g.id, {}), None, report, sandbox.Limits())[0]
-                 for g in release.grade_cells)
+    passed = not ruling.refused and all(
+        judging._judge_test(g, cases[g.id], events.get(g.id, {}), prog, report, sandbox.Limits())[0]
+        for g in release.grade_cells)
     assert passed, f"{release.name}: the reference answer failed under these draws"
     return {"calls": sum(len(c) for c in cases.values()), "job CPU s": report.usage.get("cpu_s", float("nan")),
             "sandbox s": report.seconds, "trusted CPU s": time.process_time() - start}

@@ -37,13 +37,7 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
         return {"tests": tests, "notes": [] if missing else [f"{release.name}.ipynb {reason}"],
                 "status": "missing" if missing else "unreadable", "seconds": 0.0, "sandbox_s": 0.0}
     try:
-        prog = notebooks.program(release, nb)
-        # the ready-made rule, decided here before anything runs: what each test's functions reach, and
-        # only that, runs; a test whose functions reach refused code is not run
-        calls = {g.id: {c.function for c in cases.get(g.id, [])} for g in release.grade_cells}
-        ruling = admission.admit(prog.cells, calls, trusted=len(release.setup))
-        prog.cells = ruling.cells
-        job = _job(prog, [g for g in release.grade_cells if g.id not in ruling.refused], cases)
+        prog, ruling, job = plan(release, nb, cases)
     except Exception as err:  # noqa: BLE001 - a notebook that breaks the static checks is that notebook's problem
         return _ungradable(release, err, start)
     report = sandbox.run(job, limits, unsafe) if job["tests"] \
@@ -72,6 +66,17 @@ def _ungradable(release: notebooks.Release, err: Exception, start: float) -> dic
     tests = [_result(g, False, f"Could not be graded: {reason}.", "could not be graded") for g in release.grade_cells]
     return {"tests": tests, "notes": [f"{release.name}.ipynb could not be graded: {reason}"],
             "status": "ungradable", "seconds": round(time.monotonic() - start, 3), "sandbox_s": 0.0}
+
+
+def plan(release: notebooks.Release, nb: dict, cases: dict) -> tuple:
+    """(program, ruling, job): the ready-made rule, decided here before anything runs (what each test's
+    functions reach, and only that, runs; a test whose functions reach refused code is not run), and
+    the sandbox's job for the tests that run."""
+    prog = notebooks.program(release, nb)
+    calls = {g.id: {c.function for c in cases.get(g.id, [])} for g in release.grade_cells}
+    ruling = admission.admit(prog.cells, calls, trusted=len(release.setup))
+    prog.cells = ruling.cells
+    return prog, ruling, _job(prog, [g for g in release.grade_cells if g.id not in ruling.refused], cases)
 
 
 def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
