@@ -10,7 +10,8 @@ Two kinds of call, in this order, in every cell and under every secret:
   (and its mistake named) on the sizes that tell mistakes apart best;
 * **domain** calls: every other kind of input the cell's prompt and docstring allow, listed in
   :data:`KINDS` next to each maker below: square matrices (a square W^O, h*d_v = d_model), each
-  optional argument left out, passed as None and given, the boundary size 1 of every size a prompt
+  optional argument left out, passed as None and given (exercise 5's ``causal`` left out as well as
+  passed), the boundary size 1 of every size a prompt
   allows to be 1 (B, T, h, d_k, ...), self- and cross-attention, and the cell's own worked example
   with its stated answer.
 
@@ -82,17 +83,17 @@ KINDS["test_split_heads_values"] = KINDS["test_split_heads_shape"]
 KINDS["test_merge_heads_values"] = {**KINDS["test_merge_heads_shape"], "merge undoes split": "split_heads's own view"}
 _MHA = {"B=1": "a batch of one", "h=1": "one head (d_k = d_model)", "d_k=1": "heads of width one (d_model = h)",
         "T_q=1": "one query"}
+_UNMASKED = {"not causal": "causal=False", "causal omitted": "multi_head_attention(query, key, value, mha): "
+             "causal left at its default, False"}
 KINDS.update({
-    "test_mha_shapes": {**_MHA, "self": "self-attention: key and value are the query", "cross T_q>T_k": "",
-                        "cross T_q<T_k": "", "causal": "causal=True", "not causal": "causal=False",
-                        "T_k=1": "one key"},
+    "test_mha_shapes": {**_MHA, **_UNMASKED, "self": "self-attention: key and value are the query",
+                        "cross T_q>T_k": "", "cross T_q<T_k": "", "causal": "causal=True", "T_k=1": "one key"},
     "test_mha_weights": {**_MHA, "self": "causal self-attention", "cross T_q>T_k": "causal, more queries than keys",
-                         "not causal": "causal=False", "T=1": "one position",
-                         "worked example": "the prompt's worked example"},
-    "test_mha_self_attention": {**_MHA, "self": "key and value are the query", "T=1": "one position"},
+                         **_UNMASKED, "T=1": "one position", "worked example": "the prompt's worked example"},
+    "test_mha_self_attention": {**_MHA, **_UNMASKED, "self": "key and value are the query", "T=1": "one position"},
     "test_mha_causal": {**_MHA, "self": "causal self-attention", "T=1": "one position",
                         "worked example": "the prompt's worked example, with its stated answer"},
-    "test_mha_cross": {**_MHA, "cross T_q>T_k": "", "cross T_q<T_k": "", "causal": "", "not causal": "",
+    "test_mha_cross": {**_MHA, **_UNMASKED, "cross T_q>T_k": "", "cross T_q<T_k": "", "causal": "",
                        "view": "query, key and value are views", "T_k=1": "one key",
                        "key is value": "key and value are the same tensor (an encoder's memory)"},
 })
@@ -293,12 +294,13 @@ def _tensor(rng, shape, strided: bool) -> calling.Tensor:
     return calling.Tensor(view(x, (1, 0, 2)) if strided else x)  # (B, T, d) read from a (T, B, d) buffer
 
 
-def mha_case(rng, cross: bool, causal: bool, check: str = "values", order: str = "", strided: bool = False,
+def mha_case(rng, cross: bool, causal: bool | None, check: str = "values", order: str = "", strided: bool = False,
              seen: set | None = None, fixed: dict | None = None, shared_kv: bool = False) -> Case:
     """B, T_q, T_k, h, d_k, d_model all different (T_q == T_k for self-attention). ``order`` fixes how
     T_q compares with T_k in cross-attention ("<" or ">"); ``seen`` holds the lengths the cell's other
     calls used (none is used again; this call's are added); ``fixed`` sets some sizes (a domain call:
-    {"B": 1, "h": 1}, ...); ``shared_kv``: key and value are one tensor."""
+    {"B": 1, "h": 1}, ...); ``shared_kv``: key and value are one tensor; ``causal=None``: the call leaves
+    causal out (the prompt's default, False)."""
     seen = set() if seen is None else seen
     fixed = fixed or {}
     names = ["B", "T_q", "T_k", "h", "d_k"] if cross else ["B", "T_q", "h", "d_k"]
@@ -326,8 +328,9 @@ def mha_case(rng, cross: bool, causal: bool, check: str = "values", order: str =
         value = key if shared_kv else _tensor(rng, (b, t_k, d), strided)
     else:
         key = value = query
+    mask = () if causal is None else (causal,)
     return Case("multi_head_attention", NAMES["multi_head_attention"],
-                (query, key, value, random_mha(rng, d, h), causal), check)
+                (query, key, value, random_mha(rng, d, h), *mask), check)
 
 
 def worked_example_mha(check: str = "values") -> Case:
@@ -357,7 +360,7 @@ CROSS = [{"cross": True, "causal": False, "order": "<"},
          {"cross": True, "causal": False, "order": ">", "strided": True},  # query, key, value: views
          {"cross": True, "causal": True, "order": ">"}, {"cross": True, "causal": True, "order": "<"},
          {"cross": True, "causal": True, "fixed": {**ONE_HEAD, "T_k": 1}},
-         {"cross": True, "causal": False, "fixed": ONE_QUERY, "shared_kv": True}]
+         {"cross": True, "causal": None, "fixed": ONE_QUERY, "shared_kv": True}]
 MAKERS = {  # grade cell -> rng -> cases (kinds: KINDS[grade cell])
     "test_project_values": lambda rng: linear_cases(rng, "project", False, unbatched=True),
     "test_project_bias": lambda rng: linear_cases(rng, "project", True, unbatched=True),
@@ -372,13 +375,14 @@ MAKERS = {  # grade cell -> rng -> cases (kinds: KINDS[grade cell])
     "test_mha_shapes": lambda rng: mha_cases(rng, [
         {"cross": True, "causal": False, "order": ">"}, {"cross": True, "causal": False, "order": "<"},
         {"cross": False, "causal": False}, {"cross": True, "causal": True, "fixed": {**ONE_HEAD, "T_k": 1}},
-        {"cross": True, "causal": False, "fixed": ONE_QUERY}], "shape"),
+        {"cross": True, "causal": None, "fixed": ONE_QUERY}], "shape"),
     "test_mha_weights": lambda rng: mha_cases(rng, [
         {"cross": False, "causal": True}, {"cross": False, "causal": True},
         {"cross": True, "causal": True, "order": ">"}, {"cross": False, "causal": False, "fixed": ONE_HEAD},
-        {"cross": False, "causal": True, "fixed": ONE_QUERY}], "weights", worked=True),
+        {"cross": False, "causal": True, "fixed": ONE_QUERY}, {"cross": False, "causal": None}], "weights",
+        worked=True),
     "test_mha_self_attention": lambda rng: mha_cases(rng, [{"cross": False, "causal": False}] * 3 + [
-        {"cross": False, "causal": False, "fixed": ONE_HEAD}, {"cross": False, "causal": False, "fixed": ONE_QUERY}]),
+        {"cross": False, "causal": None, "fixed": ONE_HEAD}, {"cross": False, "causal": False, "fixed": ONE_QUERY}]),
     "test_mha_causal": lambda rng: mha_cases(rng, [{"cross": False, "causal": True}] * 3 + [
         {"cross": False, "causal": True, "fixed": ONE_HEAD}, {"cross": False, "causal": True, "fixed": ONE_QUERY}],
         worked=True),

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mha_checks import arrays, attention, calling, hidden, visible
-from mha_checks.cases import Case
+from mha_checks.cases import Case, causal_of
 from mha_checks.diagnosis.assembly import attention_inputs
 from mha_checks.judge import Verdict, judge, judge_test
 
@@ -109,7 +109,7 @@ def test_an_input_changed_in_place_is_named():
 
 
 def test_the_modules_parameters_changed_in_place_are_named():
-    def folds(q, k, v, mha, causal):
+    def folds(q, k, v, mha, causal=False):
         with torch.no_grad():
             mha.out_proj.bias.zero_()
         return reference_mha(q, k, v, mha, causal)
@@ -119,7 +119,7 @@ def test_the_modules_parameters_changed_in_place_are_named():
 
 def test_calling_the_module_computes_nothing():
     """mha is a stand-in holding the weights: calling it raises, so the call earns nothing (no flag needed)."""
-    v = verdict(lambda q, k, value, mha, causal: mha(q, k, value), mha_case())
+    v = verdict(lambda q, k, value, mha, causal=False: mha(q, k, value), mha_case())
     assert not v.passed and "calling the module" in v.message and "TypeError" in v.message
 
 
@@ -164,7 +164,7 @@ def test_a_wrong_product_scale_is_estimated():
 
 @pytest.mark.parametrize("divisor", [3.7, 0.3])
 def test_a_wrong_scale_factor_is_fitted(divisor):
-    def scaled(q, k, v, mha, causal):
+    def scaled(q, k, v, mha, causal=False):
         d_k = q.shape[-1] // mha.num_heads
         with torch.no_grad():
             mha.in_proj_weight[: q.shape[-1]] *= math.sqrt(d_k) / divisor  # scores / divisor
@@ -191,7 +191,7 @@ def _divided(q, k, v, mha, causal, divisor):
 
 
 def test_softmax_over_heads_without_a_mask_is_not_told_to_mask():
-    def over_heads(q, k, v, mha, causal):
+    def over_heads(q, k, v, mha, causal=False):
         out, w = reference_mha(q, k, v, mha, causal)
         return out, (w.log()).softmax(dim=1)
     v = verdict(over_heads, mha_case(cross=False, causal=False, check="weights"))
@@ -199,7 +199,7 @@ def test_softmax_over_heads_without_a_mask_is_not_told_to_mask():
 
 
 def test_two_mistakes_at_once_are_both_named():
-    def two(q, k, v, mha, causal):
+    def two(q, k, v, mha, causal=False):
         with torch.no_grad():
             mha.in_proj_bias.zero_()
         return _divided(q, k, v, mha, causal, 1.0)
@@ -209,7 +209,7 @@ def test_two_mistakes_at_once_are_both_named():
 
 
 def test_an_unnamed_departure_is_localised_after_the_softmax():
-    def v_scaled(q, k, v, mha, causal):
+    def v_scaled(q, k, v, mha, causal=False):
         return reference_mha(q, k, 2 * v, mha, causal)
     v = verdict(v_scaled, mha_case())
     assert "The weights are right" in v.message and v.causes == ()
@@ -300,7 +300,7 @@ def test_a_different_scale_in_each_head_is_fitted_head_by_head():
     inp = attention_inputs(case)
     d_k = inp.sizes["d_k"]
 
-    def per_head(q, k, v, mha, causal):
+    def per_head(q, k, v, mha, causal=False):
         h, d = mha.num_heads, q.shape[-1]
         w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
         b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
@@ -316,7 +316,7 @@ def test_a_different_scale_in_each_head_is_fitted_head_by_head():
 
 
 def test_an_output_scaled_by_a_constant_is_measured():
-    v = verdict(lambda q, k, val, mha, causal: tuple(t * f for t, f in zip(reference_mha(q, k, val, mha, causal),
+    v = verdict(lambda q, k, val, mha, causal=False: tuple(t * f for t, f in zip(reference_mha(q, k, val, mha, causal),
                                                                            (0.5, 1.0))), mha_case())
     assert "0.5 times the right one" in v.message
 
@@ -346,7 +346,7 @@ def test_the_projections_depend_only_on_the_projection_switches():
     """forward() computes the projections once per set of PROJECTION_SWITCHES (a diagnosis tries hundreds of
     mistakes on one case): every other switch leaves them as they are, and each of those changes them."""
     for causal in (False, True):
-        case = next(c for c in hidden.hidden_cases("test_mha_cross", np.random.default_rng(5)) if c.args[4] == causal)
+        case = next(c for c in hidden.hidden_cases("test_mha_cross", np.random.default_rng(5)) if causal_of(c) == causal)
         inp = attention_inputs(case)
         plain = attention.projections(inp)
         for switch in attention.SWITCHES:
@@ -373,7 +373,7 @@ def case_where(cross: bool, causal: bool, **sizes) -> Case:
 
 
 def test_k_q_transposed_in_self_attention_names_both_causes_the_numbers_fit():
-    def k_q(q, k, v, mha, causal):
+    def k_q(q, k, v, mha, causal=False):
         return _divided(k, q, v, mha, causal, math.sqrt(q.shape[-1] // mha.num_heads))  # k q^T with k's own weights
     case = mha_case(cross=False, causal=False)
     inp = attention_inputs(case)
@@ -383,7 +383,7 @@ def test_k_q_transposed_in_self_attention_names_both_causes_the_numbers_fit():
 
 
 def test_a_batch_laid_end_to_end_is_observed_not_told_to_mask_before_the_softmax():
-    def end_to_end(query, key, value, mha, causal):
+    def end_to_end(query, key, value, mha, causal=False):
         b, t, d = query.shape
         out, w = reference_mha(*(x.reshape(1, b * t, d) for x in (query, key, value)), mha, causal)
         blocks = torch.stack([w[0, :, i * t:(i + 1) * t, i * t:(i + 1) * t] for i in range(b)])  # (B, h, T, T)
@@ -393,7 +393,7 @@ def test_a_batch_laid_end_to_end_is_observed_not_told_to_mask_before_the_softmax
 
 
 def test_values_weighted_by_the_scores_are_named_not_a_mask_question():
-    def by_scores(q, k, v, mha, causal):
+    def by_scores(q, k, v, mha, causal=False):
         out, w = reference_mha(q, k, v, mha, causal)
         d, h = q.shape[-1], mha.num_heads
         w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
@@ -426,7 +426,7 @@ def test_a_zero_scale_is_named_by_its_uniform_weights():
 
 
 def test_an_error_states_the_calls_facts_and_labels_no_number_by_its_value():
-    def square_mask(q, k, v, mha, causal):
+    def square_mask(q, k, v, mha, causal=False):
         t_q = q.shape[1]
         mask = ~torch.ones(t_q, t_q, dtype=torch.bool).tril()
         out, w = reference_mha(q, k, v, mha, False)
@@ -441,12 +441,12 @@ def test_an_error_states_the_calls_facts_and_labels_no_number_by_its_value():
     alone = judge(cases[2], outcome_of(square_mask, cases[2]))
     assert {frozenset({"mask_square"}), frozenset({"kv_from_query"})} <= set(alone.causes)
 
-    def assert_square(q, k, v, mha, causal):
+    def assert_square(q, k, v, mha, causal=False):
         assert q.shape[1] == k.shape[1]
     v = judge_test(cases, [outcome_of(assert_square, c) for c in cases])
     assert v.passed is False and v.causes == () and "raises AssertionError" in v.mistake  # fails on every call
 
-    def stale(q, k, v, mha, causal):
+    def stale(q, k, v, mha, causal=False):
         raise RuntimeError(f"shape '[{q.shape[0]}, 5]' is invalid for input of size 7")
     v = verdict(stale, mha_case(cross=False, causal=True))
     assert "This call's sizes:" in v.message and "Here" not in v.message and v.causes == ()
@@ -473,7 +473,7 @@ def _finish(concat, mha):
 
 
 def test_float16_inside_is_never_read_as_a_scale():
-    def half(q, k, v, mha, causal):
+    def half(q, k, v, mha, causal=False):
         out, w = reference_mha(q.half(), k.half(), v.half(), _half(mha), causal)
         return out.float(), w.float()
     for seed in range(3):
@@ -491,7 +491,7 @@ def _half(mha):
 
 
 def test_heads_merged_with_b_and_h_exchanged_are_named_so():
-    def merged_bh(q, k, v, mha, causal):
+    def merged_bh(q, k, v, mha, causal=False):
         qq, kk, vv = _heads(q, k, v, mha)
         b, h, t, d_k = qq.shape
         weights = (qq @ kk.transpose(-2, -1) / math.sqrt(d_k)).softmax(-1)
@@ -503,7 +503,7 @@ def test_heads_merged_with_b_and_h_exchanged_are_named_so():
 
 
 def test_a_softmax_stabilised_on_the_wrong_axis_is_named_not_blamed_on_the_scores():
-    def stabilised(q, k, v, mha, causal):
+    def stabilised(q, k, v, mha, causal=False):
         qq, kk, vv = _heads(q, k, v, mha)
         scores = qq @ kk.transpose(-2, -1) / math.sqrt(qq.shape[-1])
         e = torch.exp(scores - scores.amax(dim=-2, keepdim=True))
@@ -514,7 +514,7 @@ def test_a_softmax_stabilised_on_the_wrong_axis_is_named_not_blamed_on_the_score
 
 
 def test_cross_attention_errors_are_named_only_by_what_reproduces_them():
-    def keys_twice(q, k, v, mha, causal):
+    def keys_twice(q, k, v, mha, causal=False):
         qq, kk, vv = _heads(q, k, v, mha)
         kt = kk.transpose(-2, -1)                                           # transposed once, ready
         weights = (qq @ kt.transpose(-2, -1) / math.sqrt(qq.shape[-1])).softmax(-1)  # ... and once more
@@ -524,7 +524,7 @@ def test_cross_attention_errors_are_named_only_by_what_reproduces_them():
 
     seen = {}
 
-    def batch_kept(q, k, v, mha, causal):  # a batch size kept from the first call
+    def batch_kept(q, k, v, mha, causal=False):  # a batch size kept from the first call
         b = seen.setdefault("B", q.shape[0])
         out, w = reference_mha(q, k, v, mha, causal)
         return out.reshape(b, -1, out.shape[-1]), w
@@ -535,7 +535,7 @@ def test_cross_attention_errors_are_named_only_by_what_reproduces_them():
 @pytest.mark.parametrize("seed", range(6))
 def test_w_o_not_transposed_is_named_under_every_secret(seed):
     """The old merge story inverted W^O and matched at a fixed 1e-6: it held under 4 secrets of 6."""
-    def w_o_as_stored(q, k, v, mha, causal):
+    def w_o_as_stored(q, k, v, mha, causal=False):
         qq, kk, vv = _heads(q, k, v, mha)
         weights = (qq @ kk.transpose(-2, -1) / math.sqrt(qq.shape[-1])).softmax(-1)
         return (weights @ vv).transpose(1, 2).flatten(2) @ mha.out_proj.weight + mha.out_proj.bias, weights

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mha_checks import calling, hidden, visible
-from mha_checks.cases import MhaWeights
+from mha_checks.cases import MhaWeights, causal_of
 from mha_checks.diagnosis import SPECS
 from mha_grader import secret
 
@@ -90,8 +90,8 @@ def kinds(case) -> set[str]:
         found |= {_bias(case, 2)} | ({"square"} if h * d_v == d_model else set())
         found |= {"all different"} if len({b, h, t, d_v, d_model, h * d_v}) == 6 else set()
     else:
-        query, key, value, _, causal = case.args
-        found |= {"causal" if causal else "not causal"}
+        query, key, value = case.args[:3]
+        found |= {"causal" if causal_of(case) else "not causal" if len(case.args) > 4 else "causal omitted"}
         if key is query and value is query:
             found |= {"self"} | ({"T=1"} if s["T_q"] == 1 else set())
         else:
@@ -122,7 +122,7 @@ def problems(grade_id: str, cases: list) -> list[str]:
     if missing:
         found.append(f"kinds never drawn: {sorted(missing)}")
     if grade_id in EX5:
-        calls = [(SPECS[c.function].sizes(c), bool(c.args[4])) for c in first]
+        calls = [(SPECS[c.function].sizes(c), causal_of(c)) for c in first]
         want = {"test_mha_cross": [(True, ">"), (True, "<"), (False, "<"), (False, ">")],
                 "test_mha_shapes": [(False, ">"), (False, "<"), (False, "=")],
                 "test_mha_weights": [(True, "="), (True, "="), (True, ">")], "test_mha_causal": [(True, "=")] * 3,
@@ -166,6 +166,8 @@ def test_the_coverage_test_can_fail():
     assert problems("test_mha_cross", cases) == []
     assert any("calls" in p for p in problems("test_mha_cross", cases[:1] + cases[1:2] * 3 + cases[4:]))
     assert any("never drawn" in p and "key is value" in p for p in problems("test_mha_cross", cases[:5]))
+    passed = [c for c in cases if "causal omitted" not in kinds(c)]  # causal always passed: its default never used
+    assert any("never drawn" in p and "'causal omitted'" in p for p in problems("test_mha_cross", passed))
     merge = hidden.hidden_cases("test_merge_heads_shape", np.random.default_rng(0))
     contiguous = [hidden.Case(c.function, c.names, (np.ascontiguousarray(c.args[0]),), c.check, c.expected)
                   for c in merge]

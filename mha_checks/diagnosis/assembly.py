@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import arrays, attention
 from ..arrays import dims
-from ..cases import MhaWeights
+from ..cases import MhaWeights, causal_of
 from .common import Fail, Spec, _np, compare, read_array, read_pair
 
 _INPUTS: dict = {}  # id(case) -> (case, Inputs): a case's projections computed once for a whole search
@@ -20,10 +20,10 @@ def attention_inputs(case) -> attention.Inputs:
     hit = _INPUTS.get(id(case))
     if hit is not None and hit[0] is case:
         return hit[1]
-    query, key, value, mha, causal = case.args
+    query, key, value, mha = case.args[:4]
     weights = mha.weights if isinstance(mha, MhaWeights) else mha
     inp = attention.Inputs(_np(query), _np(key), _np(value), {k: _np(v) for k, v in weights.items()},
-                           int(mha.num_heads), bool(causal))
+                           int(mha.num_heads), causal_of(case))
     if len(_INPUTS) >= 256:
         _INPUTS.clear()
     _INPUTS[id(case)] = (case, inp)
@@ -31,8 +31,9 @@ def attention_inputs(case) -> attention.Inputs:
 
 
 def _describe_mha(case):
-    query, key, _, mha, causal = case.args
-    return (f"multi_head_attention(query, key, value, mha, causal={bool(causal)}) with query "
+    query, key, _, mha = case.args[:4]
+    causal = f", causal={causal_of(case)}" if len(case.args) > 4 else ""  # (left out: the default, False)
+    return (f"multi_head_attention(query, key, value, mha{causal}) with query "
             f"{dims('B, T_q, d_model', np.shape(query))}, key and value {dims('B, T_k, d_model', np.shape(key))}, "
             f"num_heads={mha.num_heads}")
 
@@ -79,7 +80,7 @@ def _model(case, keys, call=None):
         kept = arrays.as_array(call.got[1]) != 0
     if "mask_kept" in keys:
         earlier = (*call.before, case) if call is not None else (case,)
-        first = next(c for c in earlier if c.function == case.function and c.args[4] or c is case)
+        first = next(c for c in earlier if c.function == case.function and causal_of(c) or c is case)
         sizes = attention_inputs(first).sizes
         keys = (keys - {"mask_kept"}) | {("mask of", sizes["T_q"], sizes["T_k"])}
     return attention.forward(attention_inputs(case), keys, kept)

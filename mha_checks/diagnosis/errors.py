@@ -7,6 +7,7 @@ in NumPy's words or torch's.
 """
 import re
 
+from ..cases import causal_of
 from ..variants import ANY, Failure
 from .common import Fail
 
@@ -104,7 +105,7 @@ def facts(case, sizes: dict) -> str:
     if not sizes:
         return ""
     if case.function == "multi_head_attention" and sizes["T_q"] != sizes["T_k"]:
-        causal = bool(case.args[4])
+        causal = causal_of(case)
         return (f"This call is {'causal ' if causal else ''}cross-attention: T_q = {sizes['T_q']} queries, T_k = "
                 f"{sizes['T_k']} keys, so the scores are (B, h, T_q, T_k) = ({sizes['B']}, {sizes['h']}, "
                 f"{sizes['T_q']}, {sizes['T_k']})" + (f" and the mask (T_q, T_k) = ({sizes['T_q']}, {sizes['T_k']}), "
