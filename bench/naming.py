@@ -3,8 +3,9 @@
 Every mutant of tests/submissions/mutants.py is graded at the judge level (no sandbox) under several
 secrets. For each failing grade cell the verdict's label is read:
 
-* a label that names a cause (anything but the observations in ``OBSERVED``: "wrong values", "departs
-  ...", "raises X", "... (observed)", ...) is **true** when the cell's message or label holds the mutant's
+* a verdict that names a cause (a label other than the observations in ``OBSERVED``: "wrong values", "departs
+  ...", "raises X", "... (observed)", ...; or a message in the judge's words for a named cause, ``KNOWN``) is
+  **true** when the cell's message or label holds the mutant's
   ``says`` phrase (or one of its ``also`` phrases), **false** otherwise;
 * a mutant is *named* when, under every secret, some cell names it truly; *falsely named* when, under
   some secret, some cell names a cause that is not its own.
@@ -37,10 +38,14 @@ def phrases(m) -> tuple:
     return (m.says, *getattr(m, "also", ()))
 
 
+# the judge's words for a named cause (common.named): a label read as an observation names one where they are said
+KNOWN = ("This is a known mistake", "Two mistakes at once", "known mistakes equally")
+
+
 def cell_naming(m, result) -> str:
     """'true', 'false' or 'none' for one failing cell's verdict."""
     label = (result.mistake or "").split(": ", 1)[-1]
-    if not label or OBSERVED.match(label):
+    if not label or OBSERVED.match(label) and not any(k in result.message for k in KNOWN):
         return "none"
     return "true" if any(p in result.message or p in label for p in phrases(m)) else "false"
 

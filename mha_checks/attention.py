@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .calling import NOT_A_MODULE
 from .variants import HALF_WORDS, Failure, Switch
 
 STAGES = ("projection", "split", "scores", "scale", "mask", "softmax", "weights x V", "merge", "W^O")
@@ -47,6 +48,9 @@ SWITCHES = [
            "project value (the third argument) with W_v"),
     Switch("v_with_k_weights", "values projected with the key's weights (W_k, b_k) instead of W_v, b_v",
            "project value with rows 2d:3d of mha.in_proj_weight and mha.in_proj_bias (W_v, b_v)"),
+    Switch("v_with_out_weights", "values projected with the output projection's weights (mha.out_proj) "
+           "instead of W_v, b_v", "project value with rows 2d:3d of mha.in_proj_weight and mha.in_proj_bias "
+           "(W_v, b_v); mha.out_proj comes last, after the heads are merged"),
     Switch("k_from_value", "keys computed from the value instead of the key",
            "project key (the second argument) with W_k"),
     Switch("no_q_bias", "the query bias b_q was left out",
@@ -159,6 +163,9 @@ SWITCHES = [
              f"loop over every head, range(h), not range({first}, {'h' if not last else f'h - {last}'})")
       for first, last in ((1, 0), (0, 1), (1, 1))],
     Switch("pair_swapped", "the pair returned in the wrong order, (weights, out)", "return (out, weights)"),
+    Switch("module_called", "the module called, mha(query, key, value): a ready-made answer, and here mha holds "
+           "only the weights", "compute the attention yourself from mha.in_proj_weight, mha.in_proj_bias, "
+           "mha.out_proj.weight and mha.out_proj.bias"),
     Switch("mask_kept", "causal mask kept from an earlier call (built once, for that call's T_q x T_k)",
            "build the mask in every call from its own sizes, torch.ones(T_q, T_k).tril(): a mask kept in a global, "
            "a default argument or an attribute keeps the first call's sizes"),
@@ -166,7 +173,7 @@ SWITCHES = [
     Switch("half", *HALF_WORDS, dtype="float16"),
 ]
 BY_KEY = {s.key: s for s in SWITCHES}
-STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
+STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "v_with_out_weights": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
             "no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
             "split_no_T": 1, "split_strided": 1, "scale_d_model": 3, "no_scale": 3, "scale_d_k": 3,
             "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
@@ -177,6 +184,7 @@ STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias
             "k_not_T": 2, "keys_len_t_q": 0, "assert_square": 4, "merge_view": 7, "merge_bh": 7, "weights_bh": 5,
             "softmax_max_queries": 5, "softmax_max_heads": 5, "softmax_batch": 5, "softmax_whole": 5,
             "weights_T": 5, "weights_flat": 5, "squeeze_out": 8, "squeeze_weights": 5, "half": 8, "pair_swapped": 8, "mask_kept": 4,
+            "module_called": 8,
             **{s.key: 3 for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "scale"},
             **{s.key: 7 for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "heads"}}
 PROJECTION_SWITCHES = frozenset(key for key, stage in STAGE_OF.items() if stage <= 2)  # all that projections reads
@@ -194,7 +202,7 @@ EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul", "scale_zero
              {"no_w_o", "no_out_bias", "out_not_T"}, {"no_w_o", "no_out_bias", "out_bias_each"},
              {"kv_from_query", "v_from_key", "k_from_value", "keys_len_t_q"},
              {"no_in_bias", "no_q_bias", "no_v_bias", "bias_interleaved"}, {"in_not_T", "v_not_T"},
-             {"v_with_k_weights", "qv_swapped"}, {"split_no_T", "split_strided", "no_split"},
+             {"v_with_k_weights", "v_with_out_weights", "qv_swapped"}, {"split_no_T", "split_strided", "no_split"},
              {"qk_swapped", "qv_swapped"}, {"k_not_T", "scores_transposed"}]
 
 
@@ -233,6 +241,8 @@ def projections(inp: Inputs, m=frozenset()):
         key = value
     if "v_with_k_weights" in m:
         w_v, b_v = w_k, b_k
+    if "v_with_out_weights" in m:
+        w_v, b_v = inp.weights["out_proj_weight"], inp.weights["out_proj_bias"]
 
     def lin(x, w, b):
         return x @ (w if "in_not_T" in m else w.T) + b
@@ -335,6 +345,8 @@ def _weights(scores, m):
 
 def _forward(inp: Inputs, m, kept=None):
     sizes = inp.sizes
+    if "module_called" in m:  # the grader's mha computes nothing: the call fails as it does (calling.py)
+        raise TypeError(NOT_A_MODULE)
     if "assert_square" in m and inp.causal and sizes["T_q"] != sizes["T_k"]:
         raise Failure(("assert",))
     q, k, v, raw = _projected(inp, m)

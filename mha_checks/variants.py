@@ -152,6 +152,8 @@ FUSE_SWITCHES = [
            "concatenate them into one (h*d_k,) vector: np.concatenate(b_heads)"),
     Switch("bias_interleaved", "the biases interleaved (stacked on a new last axis, then flattened)",
            "bias i*d_k + j is head i's entry j: np.concatenate(b_heads), in the order of the columns"),
+    Switch("w_alone", "the fused w returned alone, not the pair (w, b)",
+           "return w, b, with b None when b_heads is None"),
 ]
 
 
@@ -166,6 +168,8 @@ def fuse(w_heads, b_heads=None, m=frozenset()):
         w = sum(ws)
     else:
         w = np.concatenate(ws, axis=1)
+    if "w_alone" in m:
+        return w
     if bs is None or "no_bias" in m:
         return w, None
     if "summed" in m:

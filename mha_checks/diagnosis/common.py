@@ -53,7 +53,8 @@ def read_array(value, call: str, what: str = "the result") -> np.ndarray:
         raise Fail(f"{call}: {what} is {err}; expected one array (NumPy or torch).", "not an array") from None
 
 
-def read_pair(value, call: str, names: str) -> tuple:
+def read_pair(value, call: str, names: str, searchable: bool = False) -> tuple:
+    """``value`` as a pair, or a Fail; ``searchable``: a catalogued switch may return another form (searched)."""
     if isinstance(value, tuple | list) and len(value) == 2:
         return tuple(value)
     if value is None:
@@ -62,7 +63,8 @@ def read_pair(value, call: str, names: str) -> tuple:
     what = f"a {type(value).__name__} of {len(value)}" if isinstance(value, tuple | list) else \
         "one array" if isinstance(value, np.ndarray) else arrays.with_article(str(value)) \
         if isinstance(value, calling.Other) else f"a {type(value).__name__}"
-    raise Fail(f"{call} returned {what}; expected a pair ({names}): return {names}.", "not a pair")
+    head = f"{call} returned {what}; expected a pair ({names})."
+    raise Fail(f"{head[:-1]}: return {names}.", "not a pair", head, searchable)
 
 
 # --- the observation of one call ----------------------------------------------------------------------

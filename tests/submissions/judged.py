@@ -27,6 +27,7 @@ class CellResult:
     passed: bool
     message: str = ""
     mistake: str | None = None
+    causes: tuple = ()  # the switches the judge named (each reproduces every call of the test)
 
 
 def _cells(notebook: str) -> list[dict]:
@@ -99,7 +100,7 @@ def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> 
             results[gid] = CellResult(False, f"{test[0].function} is not defined", "missing")
         else:  # every call runs, as in the sandbox; the test is judged on all of them
             verdict = judge_test(test, [calling.call(fn, list(c.names), c.specs()) for c in test], tuple(before))
-            results[gid] = CellResult(verdict.passed, verdict.message, verdict.mistake)
+            results[gid] = CellResult(verdict.passed, verdict.message, verdict.mistake, verdict.causes)
             before += test  # one process runs the notebook's tests in turn
     return results
 

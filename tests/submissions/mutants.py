@@ -148,7 +148,7 @@ MUTANTS = [
            edit=("(weights @ v).transpose(1, 2).reshape(batch, t_q, d_model)", "(weights @ v).mean(1)")),
     Mutant("m33_ready_made_sdpa", A, MHA, ALL_MHA, "F.scaled_dot_product_attention", False,
            edit=("concat = (weights @ v)", "concat = F.scaled_dot_product_attention(q, k, v, is_causal=causal)")),
-    Mutant("m34_ready_made_module", A, MHA, ALL_MHA, "calling the module", False,
+    Mutant("m34_ready_made_module", A, MHA, ALL_MHA, "the module called", False,
            code="def multi_head_attention(query, key, value, mha, causal=False):\n"
                 "    mask = None\n    if causal:\n"
                 "        mask = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).triu(1)\n"
@@ -168,7 +168,7 @@ MUTANTS = [
     Mutant("m39_fuse_reversed", P, "fuse_heads", {"test_fuse_heads": 1}, "heads in reverse order", False,
            edit=(("np.concatenate(w_heads, axis=1)", "np.concatenate(w_heads[::-1], axis=1)"),
                  ("np.concatenate(b_heads)", "np.concatenate(b_heads[::-1])"))),
-    Mutant("m40_fuse_not_a_pair", P, "fuse_heads", {"test_fuse_heads": 1}, "expected a pair", False,
+    Mutant("m40_fuse_not_a_pair", P, "fuse_heads", {"test_fuse_heads": 1}, "the fused w returned alone", False,
            code="def fuse_heads(w_heads, b_heads=None):\n    return np.concatenate(w_heads, axis=1)\n"),
     Mutant("m41_fuse_bias_stacked", P, "fuse_heads", {"test_fuse_heads": 1}, "the biases stacked as (h, d_k)",
            False, edit=("np.concatenate(b_heads)", "np.stack(b_heads)")),
@@ -388,7 +388,8 @@ MUTANTS = [
            edit=("np.concatenate(w_heads, axis=1)", "np.vstack(w_heads)")),
     Mutant("m107_mha_weights_transposed", A, MHA, ALL_MHA, "attention weights returned transposed", False,
            edit=("return out, weights", "return out, weights.transpose(-2, -1)")),
-    Mutant("m108_mha_values_with_w_o", A, MHA, VALUES_MHA, "the difference comes after the softmax", False,
+    Mutant("m108_mha_values_with_w_o", A, MHA, VALUES_MHA, "values projected with the output projection's weights",
+           False,
            edit=("split(value, w_v, b_v)", "split(value, mha.out_proj.weight, mha.out_proj.bias)")),
     Mutant("m109_out_float16_inside", O, "output_projection",
            {"test_output_projection_values": 1, "test_output_projection_bias": 1}, "as if computed in float16", False,
