@@ -25,7 +25,8 @@ def counts(draws, n: int) -> dict:
     for i in range(n):
         key = f"secret number {i:04d} of the coverage test".encode()
         for g, notebook in hidden.GRADE_CELLS.items():
-            drawn = set().union(*(kinds(c) for c in draws.hidden_cases(g, secret.rng(key, "mha", notebook, g, "s", "d"))))
+            cases = draws.hidden_cases(g, secret.rng(key, "mha", notebook, g, "s", "d"))
+            drawn = set().union(*(kinds(c) for c in cases))
             for k in drawn & set(found[g]):
                 found[g][k] += 1
     return found

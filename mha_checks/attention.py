@@ -173,7 +173,7 @@ SWITCHES = [
     Switch("half", *HALF_WORDS, dtype="float16"),
 ]
 BY_KEY = {s.key: s for s in SWITCHES}
-STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "v_with_out_weights": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
+STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
             "no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
             "split_no_T": 1, "split_strided": 1, "scale_d_model": 3, "no_scale": 3, "scale_d_k": 3,
             "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
@@ -184,7 +184,7 @@ STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "v_with_out_weights": 0, "
             "k_not_T": 2, "keys_len_t_q": 0, "assert_square": 4, "merge_view": 7, "merge_bh": 7, "weights_bh": 5,
             "softmax_max_queries": 5, "softmax_max_heads": 5, "softmax_batch": 5, "softmax_whole": 5,
             "weights_T": 5, "weights_flat": 5, "squeeze_out": 8, "squeeze_weights": 5, "half": 8, "pair_swapped": 8, "mask_kept": 4,
-            "module_called": 8,
+            "module_called": 8, "v_with_out_weights": 0,
             **{s.key: 3 for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "scale"},
             **{s.key: 7 for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "heads"}}
 PROJECTION_SWITCHES = frozenset(key for key, stage in STAGE_OF.items() if stage <= 2)  # all that projections reads
