@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .variants import Switch
+from .calling import NOT_A_MODULE
+from .variants import HALF_WORDS, Failure, Switch
 
 STAGES = ("projection", "split", "scores", "scale", "mask", "softmax", "weights x V", "merge", "W^O")
 
@@ -47,6 +48,9 @@ SWITCHES = [
            "project value (the third argument) with W_v"),
     Switch("v_with_k_weights", "values projected with the key's weights (W_k, b_k) instead of W_v, b_v",
            "project value with rows 2d:3d of mha.in_proj_weight and mha.in_proj_bias (W_v, b_v)"),
+    Switch("v_with_out_weights", "values projected with the output projection's weights (mha.out_proj) "
+           "instead of W_v, b_v", "project value with rows 2d:3d of mha.in_proj_weight and mha.in_proj_bias "
+           "(W_v, b_v); mha.out_proj comes last, after the heads are merged"),
     Switch("k_from_value", "keys computed from the value instead of the key",
            "project key (the second argument) with W_k"),
     Switch("no_q_bias", "the query bias b_q was left out",
@@ -77,6 +81,11 @@ SWITCHES = [
            "query i may attend to keys 0..i, itself included: torch.ones(T_q, T_k).tril(), not tril(-1)"),
     Switch("mask_square", "causal mask built for T_q x T_q (wrong when T_q != T_k)",
            "the mask is (T_q, T_k): query i sees keys 0..i, torch.ones(T_q, T_k).tril()"),
+    Switch("mask_plus_one", "mask off by one (each query also sees the key right after it)",
+           "query i may attend to keys 0..i: torch.ones(T_q, T_k).tril(), not tril(1)"),
+    Switch("mask_bottom_right", "causal mask aligned to the last key (bottom-right) instead of the first",
+           "query i may attend to keys 0..i (the first key aligned with the first query): torch.ones(T_q, T_k).tril(), "
+           "not tril(T_k - T_q)"),
     Switch("mask_zero", "masked scores set to 0 instead of -inf",
            "a score of 0 still gets weight after the softmax: fill the hidden scores with float('-inf')"),
     Switch("mask_after", "mask applied after the softmax",
@@ -109,32 +118,92 @@ SWITCHES = [
            "mha.in_proj_bias.chunk(3), not a (d_model, 3) reshape"),
     Switch("scores_transposed", "scores computed as K Q^T instead of Q K^T",
            "one row per query: scores = q @ k.transpose(-2, -1), (B, h, T_q, T_k)"),
-    Switch("scale_zero", "scores multiplied by 0, so every allowed key gets the same weight",
-           "1 // math.sqrt(d_k) is floor division and gives 0: divide by math.sqrt(d_k)"),
+    Switch("scale_zero", "scores multiplied by 1 // sqrt(d_k), which is 0, so every allowed key gets the same weight",
+           "1 // math.sqrt(d_k) is floor division: 0 (1 only when d_k = 1); divide by math.sqrt(d_k)"),
     Switch("values_by_scores", "values weighted by the scores instead of the weights",
            "multiply v by the softmax's output: weights @ v, not scores @ v"),
     Switch("out_bias_each", "the output bias added once per head",
            "mha.out_proj.bias belongs to the whole layer: add it once, after W^O"),
+    # --- mistakes seen in practice (issue 27) ----------------------------------------------------------
+    Switch("k_not_T", "keys not transposed in q @ k^T (the transpose left out, perhaps done twice)",
+           "scores = q @ k.transpose(-2, -1): (B, h, T_q, d_k) @ (B, h, d_k, T_k)"),
+    Switch("keys_len_t_q", "keys reshaped with the query's length",
+           "the key (and value) hold T_k positions, not T_q: reshape each with its own length (key.shape[1], or -1)"),
+    Switch("assert_square", "an assert that the mask is square (T_q = T_k)",
+           "a causal mask need not be square: assert nothing that holds only when T_q = T_k"),
+    Switch("merge_view", "view() of a transposed tensor",
+           "(weights @ v).transpose(1, 2) is not contiguous, and .view() cannot reshape it: use .reshape(B, T_q, "
+           "d_model), or .contiguous().view(...)"),
+    Switch("merge_bh", "heads merged with B and h exchanged (the (B*h) axis unflattened as (h, B))",
+           "a (B*h, ...) axis made from (B, h, ...) unflattens as (B, h): .view(B, h, T_q, d_k), then the merge"),
+    Switch("weights_bh", "weights returned with B and h exchanged (the (B*h) axis unflattened as (h, B))",
+           "a (B*h, T_q, T_k) axis made from (B, h, ...) unflattens as (B, h): weights.view(B, h, T_q, T_k)"),
+    Switch("softmax_max_queries", "softmax stabilised with the maximum over the queries (dim=-2)",
+           "subtract each row's own maximum, over the keys: scores - scores.amax(dim=-1, keepdim=True) "
+           "(torch.softmax(scores, dim=-1) does it for you)"),
+    Switch("softmax_max_heads", "softmax stabilised with the maximum over the heads (dim=1)",
+           "subtract each row's own maximum, over the keys: scores - scores.amax(dim=-1, keepdim=True) "
+           "(torch.softmax(scores, dim=-1) does it for you)"),
+    Switch("softmax_batch", "softmax over the wrong axis (the batch, dim=0)",
+           "each query's weights over the keys must sum to 1: softmax over the last axis, dim=-1"),
+    Switch("softmax_whole", "softmax over the whole (T_q, T_k) matrix of each head at once",
+           "each query's row is its own distribution: torch.softmax(scores, dim=-1), not over T_q*T_k"),
+    Switch("weights_T", "attention weights returned transposed",
+           "return weights as the softmax gives them, (B, h, T_q, T_k) (no .transpose)"),
+    Switch("weights_flat", "attention weights returned with the heads flattened into the batch",
+           "return them as (B, h, T_q, T_k), e.g. weights.view(B, h, T_q, T_k)"),
+    Switch("squeeze_out", "the output's axes of size 1 dropped (a stray .squeeze())",
+           ".squeeze() drops every axis of size 1, a batch of one or a single query included: remove it"),
+    Switch("squeeze_weights", "the weights' axes of size 1 dropped (a stray .squeeze())",
+           ".squeeze() drops every axis of size 1, a batch of one, a single head or query included: remove it"),
+    *[Switch(("scale", name), f"scores divided by {name} instead of sqrt(d_k)",
+             "divide q @ k.transpose(-2, -1) by math.sqrt(d_k), d_k = d_model // h")
+      for name in ("d_model", "sqrt(h)", "h", "sqrt(T_q)", "sqrt(T_k)")],
+    *[Switch(("heads", first, last), "heads left out",
+             f"loop over every head, range(h), not range({first}, {'h' if not last else f'h - {last}'})")
+      for first, last in ((1, 0), (0, 1), (1, 1))],
+    Switch("pair_swapped", "the pair returned in the wrong order, (weights, out)", "return (out, weights)"),
+    Switch("module_called", "the module called, mha(query, key, value): a ready-made answer, and here mha holds "
+           "only the weights", "compute the attention yourself from mha.in_proj_weight, mha.in_proj_bias, "
+           "mha.out_proj.weight and mha.out_proj.bias"),
+    Switch("mask_kept", "causal mask kept from an earlier call (built once, for that call's T_q x T_k)",
+           "build the mask in every call from its own sizes, torch.ones(T_q, T_k).tril(): a mask kept in a global, "
+           "a default argument or an attribute keeps the first call's sizes"),
+    # torch's 16-bit kernels round differently from NumPy's: a 16-bit computation is held to float16's tolerance
+    Switch("half", *HALF_WORDS, dtype="float16"),
 ]
 BY_KEY = {s.key: s for s in SWITCHES}
 STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias": 0, "v_not_T": 0, "heads_reversed": 7,
             "no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
             "split_no_T": 1, "split_strided": 1, "scale_d_model": 3, "no_scale": 3, "scale_d_k": 3,
             "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
-            "mask_square": 4, "mask_zero": 4, "mask_after": 5, "softmax_queries": 5, "softmax_heads": 5,
+            "mask_square": 4, "mask_bottom_right": 4, "mask_plus_one": 4, "mask_zero": 4, "mask_after": 5, "softmax_queries": 5, "softmax_heads": 5,
             "merge_no_T": 7, "merge_order": 7, "heads_averaged": 7, "no_w_o": 8, "no_out_bias": 8,
             "out_not_T": 8, "weights_averaged": 5, "weights_are_scores": 5,
-            "bias_interleaved": 0, "scores_transposed": 2, "scale_zero": 3, "values_by_scores": 6, "out_bias_each": 8}
+            "bias_interleaved": 0, "scores_transposed": 2, "scale_zero": 3, "values_by_scores": 6, "out_bias_each": 8,
+            "k_not_T": 2, "keys_len_t_q": 0, "assert_square": 4, "merge_view": 7, "merge_bh": 7, "weights_bh": 5,
+            "softmax_max_queries": 5, "softmax_max_heads": 5, "softmax_batch": 5, "softmax_whole": 5,
+            "weights_T": 5, "weights_flat": 5, "squeeze_out": 8, "squeeze_weights": 5, "half": 8, "pair_swapped": 8, "mask_kept": 4,
+            "module_called": 8, "v_with_out_weights": 0,
+            **{s.key: 3 for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "scale"},
+            **{s.key: 7 for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "heads"}}
 PROJECTION_SWITCHES = frozenset(key for key, stage in STAGE_OF.items() if stage <= 2)  # all that projections reads
+_SCALES = {s.key for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "scale"}
+_HEADS = {s.key for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "heads"}
+_RETURNED = {"weights_averaged", "weights_are_scores", "weights_T", "weights_flat", "weights_bh", "squeeze_weights"}
 # pairs that cannot both be on (one replaces the other)
-EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul", "scale_zero"},
-             {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_zero", "mask_after"},
-             {"softmax_queries", "softmax_heads"}, {"merge_no_T", "merge_order", "heads_averaged"},
+EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul", "scale_zero", *_SCALES},
+             {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_bottom_right", "mask_plus_one",
+              "mask_kept"},
+             {"no_mask", "mask_zero", "mask_after"},
+             {"softmax_queries", "softmax_heads", "softmax_batch", "softmax_whole", "softmax_max_queries",
+              "softmax_max_heads"}, _RETURNED, {"no_split", *_RETURNED},
+             {"merge_no_T", "merge_order", "heads_averaged", "heads_reversed", "merge_view", "merge_bh", *_HEADS},
              {"no_w_o", "no_out_bias", "out_not_T"}, {"no_w_o", "no_out_bias", "out_bias_each"},
-             {"kv_from_query", "v_from_key", "k_from_value"},
-             {"no_in_bias", "no_q_bias", "no_v_bias", "bias_interleaved"}, {"in_not_T", "v_not_T"}, {"v_with_k_weights", "qv_swapped"},
-             {"merge_no_T", "merge_order", "heads_averaged", "heads_reversed"},
-             {"split_no_T", "split_strided", "no_split"}, {"qk_swapped", "qv_swapped"}]
+             {"kv_from_query", "v_from_key", "k_from_value", "keys_len_t_q"},
+             {"no_in_bias", "no_q_bias", "no_v_bias", "bias_interleaved"}, {"in_not_T", "v_not_T"},
+             {"v_with_k_weights", "v_with_out_weights", "qv_swapped"}, {"split_no_T", "split_strided", "no_split"},
+             {"qk_swapped", "qv_swapped"}, {"k_not_T", "scores_transposed"}]
 
 
 def compatible(keys) -> bool:
@@ -172,12 +241,16 @@ def projections(inp: Inputs, m=frozenset()):
         key = value
     if "v_with_k_weights" in m:
         w_v, b_v = w_k, b_k
+    if "v_with_out_weights" in m:
+        w_v, b_v = inp.weights["out_proj_weight"], inp.weights["out_proj_bias"]
 
     def lin(x, w, b):
         return x @ (w if "in_not_T" in m else w.T) + b
 
     def split(x):
         n, t, _ = x.shape
+        if "keys_len_t_q" in m and t != inp.query.shape[1]:  # reshaped with the query's length: it cannot be
+            raise Failure(("reshape", x.size, (n, inp.query.shape[1], h, d_k)))
         if "no_split" in m:
             return x[:, None]                                     # (B, 1, T, d_model)
         if "split_no_T" in m:
@@ -188,39 +261,66 @@ def projections(inp: Inputs, m=frozenset()):
 
     v_lin = (value @ w_v + b_v) if "v_not_T" in m else lin(value, w_v, b_v)
     q, k, v = split(lin(query, w_q, b_q)), split(lin(key, w_k, b_k)), split(v_lin)
+    if "k_not_T" in m:
+        return q, k, v, q @ k                                     # raises unless T_k = d_k
     return q, k, v, (k @ q.swapaxes(-1, -2) if "scores_transposed" in m else q @ k.swapaxes(-1, -2))
 
 
 def divisor(inp: Inputs, m=frozenset()) -> float:
     d, d_k = inp.query.shape[-1], inp.query.shape[-1] // inp.num_heads
     for key, value in (("scale_d_model", math.sqrt(d)), ("no_scale", 1.0), ("scale_d_k", float(d_k)),
-                       ("scale_mul", 1 / math.sqrt(d_k)), ("scale_zero", math.inf)):
+                       ("scale_mul", 1 / math.sqrt(d_k)), ("scale_zero", 1.0 if d_k == 1 else math.inf)):
         if key in m:
             return value
+    for key in m:
+        if isinstance(key, tuple) and key[0] == "scale":
+            return SCALES[key[1]](inp.sizes)
+        if isinstance(key, tuple) and key[0] == "scale by":
+            return key[1]
     return math.sqrt(d_k)
+
+
+def scaled_by(s: float) -> Switch:
+    """Scores divided by a constant fitted on one call (named only if it holds on every call)."""
+    return Switch(("scale by", s), f"scores divided by {s:.6g} instead of sqrt(d_k)",
+                  "divide q @ k.transpose(-2, -1) by math.sqrt(d_k), d_k = d_model // h, computed for each call "
+                  "(not a number typed in)")
+
+
+def dropped(p: float) -> Switch:
+    """Dropout with rate p on the weights: the zeros are those of the student's own weights."""
+    return Switch(("dropout", p), "dropout applied to the weights",
+                  f"some weights are 0 and the others are scaled by 1/(1-p), dropout with p = {p:.2g} (F.dropout drops "
+                  "even outside training unless training=False): attention here has no dropout, remove it")
 
 
 def allowed_mask(inp: Inputs, m=frozenset()):
     """Boolean (T_q, T_k), True where a query may look, or None for no mask."""
-    t_q, t_k = inp.query.shape[1], inp.key.shape[1]
-    if "kv_from_query" in m:
-        t_k = t_q
+    t_q, t_k = inp.query.shape[1], inp.key.shape[1]  # the key's length, whatever the keys were computed from
     if not (inp.causal or "mask_always" in m) or "no_mask" in m:
         return None
+    kept = next((key for key in m if isinstance(key, tuple) and key[0] == "mask of"), None)
+    if kept is not None:  # the mask of an earlier call: its own (T_q, T_k)
+        return np.tril(np.ones(kept[1:], dtype=bool))
     if "mask_inverted" in m:
         return np.triu(np.ones((t_q, t_k), dtype=bool))
     if "mask_strict" in m:
         return np.tril(np.ones((t_q, t_k), dtype=bool), -1)
     if "mask_square" in m:
         return np.tril(np.ones((t_q, t_q), dtype=bool))
+    if "mask_plus_one" in m:
+        return np.tril(np.ones((t_q, t_k), dtype=bool), 1)
+    if "mask_bottom_right" in m:
+        return np.tril(np.ones((t_q, t_k), dtype=bool), t_k - t_q)
     return np.tril(np.ones((t_q, t_k), dtype=bool))
 
 
-def forward(inp: Inputs, m=frozenset()):
+def forward(inp: Inputs, m=frozenset(), kept=None):
     """(out (B, T_q, d_model), weights (B, h, T_q, T_k)) with the mistakes ``m`` switched on (a mistake
-    may make NaN or inf: that is its result, not a warning)."""
+    may make NaN or inf: that is its result, not a warning). ``kept``: the weights a dropout kept (with a
+    ("dropout", p) switch)."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        return _forward(inp, m)
+        return _forward(inp, m, kept)
 
 
 def _projected(inp: Inputs, m):
@@ -232,41 +332,84 @@ def _projected(inp: Inputs, m):
     return inp.memo[key]
 
 
-def _forward(inp: Inputs, m):
+def _weights(scores, m):
+    """The softmax, over the axis the switches say (and stabilised by the maximum over the axis they say)."""
+    if "softmax_whole" in m:
+        flat = scores.reshape(*scores.shape[:-2], -1)
+        return _softmax(flat, -1).reshape(scores.shape)
+    axis = -2 if "softmax_queries" in m else -3 if "softmax_heads" in m else 0 if "softmax_batch" in m else -1
+    shift = -2 if "softmax_max_queries" in m else -3 if "softmax_max_heads" in m else axis
+    e = np.exp(scores - np.max(scores, axis=shift, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _forward(inp: Inputs, m, kept=None):
+    sizes = inp.sizes
+    if "module_called" in m:  # the grader's mha computes nothing: the call fails as it does (calling.py)
+        raise TypeError(NOT_A_MODULE)
+    if "assert_square" in m and inp.causal and sizes["T_q"] != sizes["T_k"]:
+        raise Failure(("assert",))
     q, k, v, raw = _projected(inp, m)
     scores = raw / divisor(inp, m)
-    allowed = allowed_mask(inp, m)
+    allowed = allowed_mask(inp, m)  # broadcast against the scores, as torch's masked_fill does
     if allowed is not None and "mask_after" not in m:
         scores = np.where(allowed, scores, 0.0 if "mask_zero" in m else -np.inf)
-    axis = -2 if "softmax_queries" in m else -3 if "softmax_heads" in m else -1
-    weights = _softmax(scores, axis)
+    weights = _weights(scores, m)
     if allowed is not None and "mask_after" in m:
         weights = np.where(allowed, weights, 0.0)
+    p = next((key[1] for key in m if isinstance(key, tuple) and key[0] == "dropout"), None)
+    if p is not None:
+        weights = np.where(kept, weights / (1 - p), 0.0)
     heads = (scores if "values_by_scores" in m else weights) @ v  # (B, h, T_q, d_k)
-    n, h, t_q, d_k = heads.shape
+    n, h, _, d_k = heads.shape
+    t_q = sizes["T_q"]  # merged with the query's length (a mask of another size may have broadcast the rows:
+    # then the reshape fails, as the reference's .reshape(B, T_q, d_model) does)
+    first, last = next(((key[1], key[2]) for key in m if isinstance(key, tuple) and key[0] == "heads"), (0, 0))
+    if first or last:
+        if h - last <= first:
+            raise Failure(("nothing to join",))
+        weights, heads = weights[:, first:h - last], heads[:, first:h - last]
+    width = heads.shape[1] * d_k  # the heads kept, side by side
     if "no_split" in m:
         weights, concat = weights[:, 0], heads[:, 0]
+    elif "merge_view" in m and h > 1 and t_q > 1:
+        raise Failure(("view of a transposed tensor",))
     elif "heads_reversed" in m:
-        concat = heads[:, ::-1].transpose(0, 2, 1, 3).reshape(n, t_q, h * d_k)
+        concat = heads[:, ::-1].transpose(0, 2, 1, 3).reshape(n, t_q, width)
     elif "heads_averaged" in m:
         concat = heads.mean(1)
     elif "merge_order" in m:
-        concat = heads.transpose(0, 2, 3, 1).reshape(n, t_q, h * d_k)
+        concat = heads.transpose(0, 2, 3, 1).reshape(n, t_q, width)
     elif "merge_no_T" in m:
-        concat = heads.reshape(n, t_q, h * d_k)
+        concat = heads.reshape(n, t_q, width)
+    elif "merge_bh" in m:  # the (B, h) memory read as (h, B)
+        concat = heads.reshape(heads.shape[1], n, t_q, d_k).transpose(1, 2, 0, 3).reshape(n, t_q, width)
     else:
-        concat = heads.transpose(0, 2, 1, 3).reshape(n, t_q, h * d_k)
+        concat = heads.transpose(0, 2, 1, 3).reshape(n, t_q, width)
     w_o, b_o = inp.weights["out_proj_weight"], inp.weights["out_proj_bias"]
     if "no_w_o" in m:
         out = concat
     else:
         out = concat @ (w_o if "out_not_T" in m else w_o.T)
         out = out if "no_out_bias" in m else out + (h * b_o if "out_bias_each" in m else b_o)
+    out, weights = (np.squeeze(out) if "squeeze_out" in m else out), _returned(weights, scores, m)
+    return (weights, out) if "pair_swapped" in m else (out, weights)
+
+
+def _returned(weights, scores, m):
+    """The weights as the function returns them."""
     if "weights_averaged" in m:
         weights = weights.mean(1)
     if "weights_are_scores" in m:
         weights = scores
-    return out, weights
+    if "weights_T" in m:
+        weights = weights.swapaxes(-1, -2)
+    if "weights_flat" in m:
+        weights = weights.reshape(-1, *weights.shape[-2:])
+    if "weights_bh" in m:  # the (B, h) memory read as (h, B), then put back as (B, h)
+        b, h = weights.shape[:2]
+        weights = weights.reshape(h, b, *weights.shape[2:]).transpose(1, 0, 2, 3)
+    return np.squeeze(weights) if "squeeze_weights" in m else weights
 
 
 # --- localisation when no variant explains the answer ---------------------------------------------
@@ -326,53 +469,58 @@ def _fit(weights: np.ndarray, raw: np.ndarray, inp: Inputs) -> float | None:
     return 1.0 / a
 
 
-def name_scale(s: float, sizes: dict) -> str | None:
-    """'sqrt(T_q) = sqrt(T_k)': every named factor equal to ``s`` (None when none is)."""
-    names = [name for name, value in SCALES.items() if math.isclose(s, value(sizes), rel_tol=2e-3)]
-    return " = ".join(names) or None
+def weights_with_divisors(inp: Inputs, divisors) -> np.ndarray:
+    """The right weights, with each head's scores divided by its own divisor (B, h, T_q, T_k)."""
+    *_, raw = projections(inp)
+    scores = raw / np.asarray(divisors, dtype=np.float64).reshape(1, -1, 1, 1)
+    allowed = allowed_mask(inp)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _softmax(scores if allowed is None else np.where(allowed, scores, -np.inf), -1)
 
 
-def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str, str] | None:
-    """(label, what is wrong, fix) when the zeros of the weights are not where the mask puts them."""
+def mask_story(weights: np.ndarray, inp: Inputs, tol: float) -> tuple[str, str] | None:
+    """(what the zeros of the weights show, the fix) when they are not where the mask puts them. A key after
+    the query, with causal=True, counts as hidden when its weight is 0 to the tolerance (what the grade asks);
+    any other key only when its weight is exactly 0 in every batch element and head, as a mask leaves it
+    (-inf, -1e9 or a zero put after the softmax), never a weight that is merely small: a softmax of other
+    scores may give one, and it hides nothing."""
     t_q, t_k = weights.shape[-2:]
-    zero = np.all(np.abs(weights) <= tol, axis=tuple(range(weights.ndim - 2)))
+    if (t_q, t_k) != (inp.sizes["T_q"], inp.sizes["T_k"]):
+        return None
+    axes = tuple(range(weights.ndim - 2))
     lower = np.tril(np.ones((t_q, t_k), dtype=bool))
     future = ~lower
-    if np.array_equal(zero, future if inp.causal else np.zeros_like(zero)):
+    expected = future if inp.causal else np.zeros_like(future)
+    zero = np.where(expected, np.all(np.abs(weights) <= tol, axis=axes), np.all(weights == 0, axis=axes))
+    if np.array_equal(zero, expected):
         return None
     if inp.causal and np.array_equal(zero, np.tril(np.ones((t_q, t_k), dtype=bool), -1)):
-        s = BY_KEY["mask_inverted"]
-        return s.label, "the keys before each query get weight 0 and the later ones do not", s.fix
+        return "the keys before each query get weight 0 and the later ones do not", BY_KEY["mask_inverted"].fix
     if inp.causal and np.array_equal(zero, future | np.eye(t_q, t_k, dtype=bool)):
-        s = BY_KEY["mask_strict"]
-        return s.label, "each query gives weight 0 to its own key too", s.fix
+        return "each query gives weight 0 to its own key too", BY_KEY["mask_strict"].fix
     if inp.causal and not zero.any():
-        s = BY_KEY["no_mask"]
-        return s.label, "the weights of keys after the query are not 0", s.fix
+        return "the weights of keys after the query are not 0", BY_KEY["no_mask"].fix
     full = np.ones((t_q, t_k), dtype=bool)
     shifted = next((k for k in range(1 - t_q, t_k) if k and np.array_equal(zero, ~np.tril(full, k))), None)
     if inp.causal and shifted is not None:
         return mask_shift_story(shifted, t_q, t_k)
     if not inp.causal:
-        s = BY_KEY["mask_always"]
-        return s.label, "some weights are 0 although causal=False", s.fix
+        return "some weights are 0 although causal=False", BY_KEY["mask_always"].fix
     if zero[lower].any():
-        return ("causal mask hides allowed keys", "some keys at or before the query get weight 0",
+        return ("some keys at or before the query get weight 0",
                 "query i may attend to keys 0..i: hide only j > i (torch.ones(T_q, T_k).tril())")
-    return ("causal mask incomplete", "some keys after the query get a weight that is not 0",
+    return ("some keys after the query get a weight that is not 0",
             "hide every key j > i: torch.ones(T_q, T_k).tril() as the allowed positions")
 
 
-def mask_shift_story(k: int, t_q: int, t_k: int) -> tuple[str, str, str]:
-    """(label, what, fix) for a mask that keeps keys 0..i+k (tril(k)) instead of 0..i."""
+def mask_shift_story(k: int, t_q: int, t_k: int) -> tuple[str, str]:
+    """(what, fix) for a mask that keeps keys 0..i+k (tril(k)) instead of 0..i."""
     fix = "query i may attend to keys 0..i (the first key aligned with the first query): torch.ones(T_q, T_k).tril()"
     if k == t_k - t_q:
-        return ("causal mask aligned to the last key (bottom-right) instead of the first",
-                f"query i sees keys 0..i{k:+d} (tril(T_k - T_q), the bottom-right alignment)", fix)
+        return f"query i sees keys 0..i{k:+d} (tril(T_k - T_q), the bottom-right alignment)", fix
     if k == 1:
-        return ("mask off by one (each query sees one key too many)",
-                "each query also sees the key right after it (tril(1))", fix)
-    return (f"causal mask shifted (tril({k}) instead of tril())", f"query i sees keys 0..i{k:+d} (tril({k}))", fix)
+        return "each query also sees the key right after it (tril(1))", fix
+    return f"query i sees keys 0..i{k:+d} (tril({k}))", fix
 
 
 def weights_layout_story(got: np.ndarray, want: np.ndarray, tol: float) -> tuple[str, str] | None:
@@ -380,11 +528,12 @@ def weights_layout_story(got: np.ndarray, want: np.ndarray, tol: float) -> tuple
     from .arrays import all_close
     b, h, t_q, t_k = want.shape
     if all_close(got, want.swapaxes(-1, -2), tol) and (t_q != t_k or not all_close(got, want, tol)):
-        return ("attention weights returned transposed", f"Your weights are right but transposed, (B, h, T_k, T_q) = "
-                f"{tuple(got.shape)}: return weights as the softmax gives them, (B, h, T_q, T_k) (no .transpose).")
+        return ("weights right but transposed (observed)", f"On this call your weights are right but transposed, "
+                f"(B, h, T_k, T_q) = {tuple(got.shape)}: return weights as the softmax gives them, (B, h, T_q, T_k) "
+                "(no .transpose).")
     if got.shape != want.shape and got.size == want.size and all_close(got.reshape(want.shape), want, tol):
-        return ("attention weights reshaped", f"Your weights are right but shaped {tuple(got.shape)}, not (B, h, T_q, "
-                f"T_k) = {tuple(want.shape)} (heads flattened into the batch?): return them as (B, h, T_q, T_k), "
+        return ("weights right but reshaped (observed)", f"On this call your weights are right but shaped "
+                f"{tuple(got.shape)}, not (B, h, T_q, T_k) = {tuple(want.shape)}: return them as (B, h, T_q, T_k), "
                 "e.g. weights.view(B, h, T_q, T_k).")
     return None
 
@@ -408,7 +557,9 @@ def dropout_rate(got: np.ndarray, want: np.ndarray, tol: float) -> float | None:
     if not dropped.any() or not kept.any():
         return None
     ratio = got[kept] / np.where(want[kept] == 0, np.nan, want[kept])
+    if np.isnan(ratio).all():
+        return None
     c = float(np.nanmedian(ratio))
-    if not np.isfinite(c) or c <= 1 or not np.allclose(ratio, c, rtol=1e-3, equal_nan=False):
+    if not np.isfinite(c) or c <= 1 or not np.allclose(ratio, c, rtol=10 * tol, atol=0, equal_nan=False):
         return None
     return 1 - 1 / c

@@ -42,6 +42,11 @@ class Case:
         return [_spec(a) for a in self.args]
 
 
+def causal_of(case: Case) -> bool:
+    """multi_head_attention's ``causal`` as called: False where the call leaves it out (the prompt's default)."""
+    return bool(case.args[4]) if len(case.args) > 4 else False
+
+
 def _spec(value):
     if isinstance(value, MhaWeights):
         return value.spec()

@@ -1,10 +1,12 @@
-"""The trusted judge: one case and the plain-data outcome of calling the student's function on it
-(see :mod:`mha_checks.calling`) become a :class:`Verdict`.
+"""The trusted judge: the cases of one test and the plain-data outcomes of calling the student's function
+on them (see :mod:`mha_checks.calling`) become one :class:`Verdict`.
 
-It never raises. It never runs student code. A failed verdict's message is the whole feedback
-for that case, in plain words: what is wrong (shape axis by axis, or the first differing
-element), where the computation departs from the reference and which mistake that is, and the
-fix. Tolerance: :mod:`mha_checks.arrays` (one policy for every exercise).
+It never raises. It never runs student code. The first failing call decides the verdict; its message
+is the whole feedback for the test, in plain words: what differs (the shape axis by axis, the first
+differing element, the error raised) and, when one is found, the mistake behind it and the fix. A
+mistake is named only when a catalogued switch (or pair) reproduces the student's answer on every call
+of the test that ran (:func:`mha_checks.diagnosis.common.search`); otherwise the message says what was
+observed and no more. Tolerance: :mod:`mha_checks.arrays` (one policy for every exercise).
 
 Accepted as right, whatever the style: any float dtype within the tolerance, NumPy arrays or
 torch tensors in any exercise (torch inside the NumPy exercises, NumPy inside exercise 5: the
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from . import calling
 from .cases import Case
-from .diagnosis import SPECS, Fail, error_fail
+from .diagnosis import SPECS, Call, Fail, error_fail, named, search
 
 
 @dataclass(frozen=True)
@@ -22,23 +24,46 @@ class Verdict:
     passed: bool
     message: str
     mistake: str | None = None
+    causes: tuple = ()  # the switches named (each a frozenset of keys): every one reproduces every call
 
 
 PASSED = Verdict(True, "", None)
 
 
 def judge(case: Case, outcome) -> Verdict:
-    """The verdict on one case (never raises)."""
-    name = getattr(case, "function", "the function")
-    try:
-        _judge(case, outcome)
-        return PASSED
-    except Fail as fail:
-        return Verdict(False, fail.message, f"{name}: {fail.mistake}")
-    except Exception as err:  # noqa: BLE001 - an odd outcome must still become a verdict
-        return Verdict(False, f"{name}: the answer could not be checked ({type(err).__name__}: "
-                              f"{str(err)[:200]}). Return plain arrays or tensors of the shape asked.",
-                       f"{name}: unreadable answer")
+    """The verdict on one call (a test of one call: never raises)."""
+    return judge_test([case], [outcome])
+
+
+def judge_test(cases: list[Case], outcomes: list, before: tuple = ()) -> Verdict:
+    """The verdict on a test: its cases and their outcomes (None for a call that did not run), in order;
+    ``before``: the cases called earlier in the same process (the notebook's earlier tests)."""
+    name = getattr(cases[0], "function", "the function") if cases else "the function"
+    for i, (case, outcome) in enumerate(zip(cases, outcomes)):
+        try:
+            _judge(case, outcome)
+        except Fail as fail:
+            return Verdict(False, *_named(fail, cases, outcomes, i, name, before))
+        except Exception as err:  # noqa: BLE001 - an odd outcome must still become a verdict
+            return Verdict(False, f"{name}: the answer could not be checked ({type(err).__name__}: "
+                                  f"{str(err)[:200]}). Return plain arrays or tensors of the shape asked.",
+                           f"{name}: unreadable answer")
+    return PASSED
+
+
+def _named(fail: Fail, cases: list, outcomes: list, first: int, name: str, before: tuple) -> tuple[str, str, tuple]:
+    """(message, label, causes): the observation, with the mistakes that reproduce every call in place of its
+    hints."""
+    if fail.searchable:
+        try:
+            calls = [Call.of(c, o, (*before, *cases[:i])) for i, (c, o) in enumerate(zip(cases, outcomes))]
+            found = search(SPECS[cases[first].function], calls, first)
+        except Exception:  # noqa: BLE001 - a search that fails names nothing; the observation stands
+            found = []
+        if found:
+            label, text = named(found)
+            return f"{fail.head} {text}", f"{name}: {label}", tuple(frozenset(s.key for s in c) for c in found)
+    return fail.message, f"{name}: {fail.mistake}", ()
 
 
 def _judge(case: Case, outcome) -> None:
@@ -87,4 +112,4 @@ def _sizes(spec, case) -> dict:
         return {}
 
 
-__all__ = ["Verdict", "judge", "Case", "Fail"]
+__all__ = ["Verdict", "judge", "judge_test", "Case", "Fail"]

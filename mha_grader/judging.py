@@ -37,13 +37,7 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
         return {"tests": tests, "notes": [] if missing else [f"{release.name}.ipynb {reason}"],
                 "status": "missing" if missing else "unreadable", "seconds": 0.0, "sandbox_s": 0.0}
     try:
-        prog = notebooks.program(release, nb)
-        # the ready-made rule, decided here before anything runs: what each test's functions reach, and
-        # only that, runs; a test whose functions reach refused code is not run
-        calls = {g.id: {c.function for c in cases.get(g.id, [])} for g in release.grade_cells}
-        ruling = admission.admit(prog.cells, calls, trusted=len(release.setup))
-        prog.cells = ruling.cells
-        job = _job(prog, [g for g in release.grade_cells if g.id not in ruling.refused], cases)
+        prog, ruling, job = plan(release, nb, cases)
     except Exception as err:  # noqa: BLE001 - a notebook that breaks the static checks is that notebook's problem
         return _ungradable(release, err, start)
     report = sandbox.run(job, limits, unsafe) if job["tests"] \
@@ -74,6 +68,17 @@ def _ungradable(release: notebooks.Release, err: Exception, start: float) -> dic
             "status": "ungradable", "seconds": round(time.monotonic() - start, 3), "sandbox_s": 0.0}
 
 
+def plan(release: notebooks.Release, nb: dict, cases: dict) -> tuple:
+    """(program, ruling, job): the ready-made rule, decided here before anything runs (what each test's
+    functions reach, and only that, runs; a test whose functions reach refused code is not run), and
+    the sandbox's job for the tests that run."""
+    prog = notebooks.program(release, nb)
+    calls = {g.id: {c.function for c in cases.get(g.id, [])} for g in release.grade_cells}
+    ruling = admission.admit(prog.cells, calls, trusted=len(release.setup))
+    prog.cells = ruling.cells
+    return prog, ruling, _job(prog, [g for g in release.grade_cells if g.id not in ruling.refused], cases)
+
+
 def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
     """The sandbox's job: the cells, and each case's function, argument names and inputs (sandbox.run
     keeps the inputs outside and hands each to the harness only when its call is made)."""
@@ -88,12 +93,17 @@ def _judge_all(release, cases, ruling, prog, report, job, limits) -> list[dict]:
     events = frames.events(report.records, job)
     if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
         raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
-    tests = []
+    tests, before = [], []  # before: the cases the current child called (what state it may hold)
     for g in release.grade_cells:
         found = ruling.refused.get(g.id)
-        verdict = (False, admission.explain(found), "ready-made or forbidden code") if found else \
-            _judge_test(g, cases[g.id], events.get(g.id, {}), prog, report, limits)
-        tests.append(_result(g, *verdict))
+        if found:  # never sent to the sandbox: the child goes on to the next test as it was
+            tests.append(_result(g, False, admission.explain(found), "ready-made or forbidden code"))
+            continue
+        test = events.get(g.id, {})
+        tests.append(_result(g, *_judge_test(g, cases[g.id], test, prog, report, limits, tuple(before))))
+        before += [c for i, c in enumerate(cases[g.id]) if i in test.get("cases", {})]
+        if (test.get("status") or (None,))[0] != "done":  # the child ended: the next test's starts afresh
+            before = []
     return tests
 
 
@@ -104,23 +114,24 @@ def _result(g: notebooks.GradeCell, passed: bool, message: str, mistake: str | N
 
 # --- what came back from the sandbox ----------------------------------------------------------
 
-def _judge_test(g, cases: list, events: dict, prog, report, limits) -> tuple[bool, str, str | None]:
+def _judge_test(g, cases: list, events: dict, prog, report, limits, before: tuple = ()) \
+        -> tuple[bool, str, str | None]:
     if not cases:  # a course error, never a free point
         return False, "The grader has no hidden cases for this test; your instructor will grade it.", "no cases"
-    for i, case in enumerate(cases):
-        outcome = events.get("cases", {}).get(i)
-        if outcome is None:
-            return False, _no_outcome(events, report, limits), _no_outcome_label(events)
-        if "missing" in outcome:
-            function, cells = str(outcome["missing"]), events.get("cells", [])
-            return False, _missing(function, cells, prog), _missing_label(function, cells, prog)
-        try:
-            verdict = checks.judge(case, outcome)
-        except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
-            return False, f"The grader could not judge this result ({type(err).__name__}); your instructor " \
-                          "will look at it.", "judge error"
-        if not verdict.passed:
-            return False, verdict.message, verdict.mistake
+    outcomes = [events.get("cases", {}).get(i) for i in range(len(cases))]
+    ran = next((i for i, o in enumerate(outcomes) if o is None or "missing" in o), len(cases))
+    try:  # the calls that ran, judged together: a mistake is named only if it reproduces every one of them
+        verdict = checks.judge_test(cases[:ran], outcomes[:ran], before) if ran else checks.PASSED
+    except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
+        return False, f"The grader could not judge this result ({type(err).__name__}); your instructor " \
+                      "will look at it.", "judge error"
+    if not verdict.passed:
+        return False, verdict.message, verdict.mistake
+    if ran < len(cases) and outcomes[ran] is None:
+        return False, _no_outcome(events, report, limits), _no_outcome_label(events)
+    if ran < len(cases):
+        function, cells = str(outcomes[ran]["missing"]), events.get("cells", [])
+        return False, _missing(function, cells, prog), _missing_label(function, cells, prog)
     return True, "", None
 
 

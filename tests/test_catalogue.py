@@ -1,6 +1,8 @@
 """The public catalogues at the judge level (no nbgrader): every right answer in every style gets
-full marks, every wrong implementation loses exactly its cells, at least 90% are named correctly,
-and the visible tests alone catch every mutant whose mistake small inputs can show.
+full marks, every wrong implementation loses exactly its cells and is named correctly (by a catalogued
+switch that reproduces every call of a test it loses, or by what was seen: the ready-made rule, an argument
+changed in place), no cell names a cause
+that is not the mutant's, and the visible tests alone catch every mutant whose mistake small inputs can show.
 
 Run with ``-s`` to read the counts.
 """
@@ -57,11 +59,27 @@ def test_counts(graded):
     crashed = [m.student for m in MUTANTS for r in (*graded[m.student][0].values(), *graded[m.student][1].values())
                if "could not be checked" in r.message]
     assert not crashed  # the judge itself never failed on an answer
-    assert len(named) >= 0.9 * len(MUTANTS), unnamed
+    assert not unnamed
+
+
+# mistakes seen, not inferred: the ready-made rule's verdict on the source, arguments whose memory changed, a
+# keyword the error itself says the function does not take
+SEEN = ("ready-made answer", "changes its arguments in place", "changes mha's parameters in place",
+        "wrong keyword argument")
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.student)
+def test_each_mutant_is_named_by_a_reproduced_switch_and_nothing_else(mutant, graded):
+    """Some cell names the mutant's mistake through a switch that reproduces it (``causes``: see
+    tests/test_causes.py) or by what was seen (``SEEN``); every cause a cell names is one of the mutant's."""
+    failed = [r for r in graded[mutant.student][0].values() if not r.passed]
+    seen = [r for r in failed if r.mistake.split(": ", 1)[-1].startswith(SEEN)]
+    assert any(mutant_says(mutant, r.message) for r in failed if r.causes or r in seen), [r.mistake for r in failed]
+    assert all(mutant_says(mutant, r.message) for r in failed if r.causes), [r.message for r in failed if r.causes]
 
 
 def mutant_says(m, message: str) -> bool:
-    return m.says in message
+    return any(phrase in message for phrase in (m.says, *m.also))
 
 
 @pytest.mark.parametrize("variant", CORRECT, ids=lambda c: c.name)

@@ -1,12 +1,13 @@
-"""The hidden cases hold every property their cell exists to test under EVERY secret: a thousand
-secrets are drawn (drawing only, no grading) and each property is asserted each time. Per-submission
-draws rest on this: every student's draw is as strong as every other's."""
+"""The hidden cases hold every property their cell exists to test, and every kind of input its prompt
+allows, under EVERY secret: a thousand secrets are drawn (drawing only, no grading) and each property
+and each kind of :data:`mha_checks.hidden.KINDS` is found, from the arguments alone, each time.
+Per-submission draws rest on this: every student's draw is as strong as every other's."""
 import numpy as np
 import pytest
 import torch
 
 from mha_checks import calling, hidden, visible
-from mha_checks.cases import MhaWeights
+from mha_checks.cases import MhaWeights, causal_of
 from mha_checks.diagnosis import SPECS
 from mha_grader import secret
 
@@ -16,7 +17,18 @@ VIEWS = {"test_project_values", "test_project_bias", "test_fuse_heads", "test_sp
          "test_split_heads_values", "test_merge_heads_shape", "test_merge_heads_values",
          "test_output_projection_values", "test_output_projection_bias", "test_output_projection_per_head",
          "test_mha_cross"}
-
+# how many calls open each cell with all-different sizes (the discriminating calls, before the domain's)
+DISCRIMINATING = {"test_project_values": 4, "test_project_bias": 4, "test_fuse_heads": 3,
+                  "test_split_heads_shape": 4, "test_split_heads_values": 3, "test_merge_heads_shape": 4,
+                  "test_merge_heads_values": 4, "test_output_projection_values": 3, "test_output_projection_bias": 3,
+                  "test_output_projection_per_head": 3, "test_mha_shapes": 3, "test_mha_weights": 3,
+                  "test_mha_self_attention": 3, "test_mha_causal": 3, "test_mha_cross": 4}
+# the prompts' worked examples, typed here from the notebooks (solutions/mha/*.ipynb), not from hidden.py
+WORKED = {"project": np.array([[[1.0, 2.0, 3.0]]]), "output_projection": np.array([[[1.0, 2.0, 3.0, 4.0]]]),
+          "fuse_heads": np.array([[1.0, 2.0], [3.0, 4.0]]), "split_heads": np.arange(8.0).reshape(1, 2, 4),
+          "merge_heads": np.arange(8.0).reshape(1, 2, 2, 2),
+          "output_projection_per_head": np.array([[[[1.0, 2.0]], [[3.0, 4.0]]]]),
+          "multi_head_attention": np.arange(1.0, 13.0).reshape(1, 3, 4)}
 
 def arrays_of(value) -> list[np.ndarray]:
     """Every array among a case's arguments (the module's weights included)."""
@@ -32,33 +44,88 @@ def is_view(a: np.ndarray) -> bool:
     return calling.transposition(a) is not None
 
 
+def is_worked_example(case) -> bool:
+    first = case.args[0][0] if isinstance(case.args[0], list) else case.args[0]
+    example = WORKED[case.function]
+    return case.expected is not None and np.shape(first) == example.shape and np.array_equal(first, example)
+
+
 def lengths(case) -> list[int]:
-    """The lengths of one call: T (or T_q and T_k) that a cached result would depend on."""
+    """The lengths of one call: T (or T_q and T_k) that a cached result would depend on (1 may recur)."""
     s = SPECS[case.function].sizes(case)
-    return sorted({s[k] for k in ("T", "T_q", "T_k", "d") if k in s})
+    return sorted({s[k] for k in ("T", "T_q", "T_k", "d") if k in s} - {1})
+
+
+def _bias(case, index: int, name: str = "b") -> str:
+    if len(case.args) <= index:
+        return f"{name} omitted"
+    return f"{name}=None" if case.args[index] is None else f"{name} given"
+
+
+def kinds(case) -> set[str]:
+    """The kinds of input (the names of :data:`hidden.KINDS`) one call holds, read from its arguments."""
+    if is_worked_example(case):
+        return {"worked example"}
+    f, s = case.function, SPECS[case.function].sizes(case)
+    found = {f"{k}=1" for k, v in s.items() if v == 1}
+    found |= {"view"} if any(map(is_view, arrays_of(case.args))) else set()
+    if f in ("project", "output_projection"):
+        x, w = case.args[:2]
+        found |= {"batched" if np.ndim(x) == 3 else "unbatched", _bias(case, 2),
+                  "square" if w.shape[0] == w.shape[1] else "non-square"}
+    elif f == "fuse_heads":
+        h, d, d_k = s["h"], s["d"], s["d_k"]
+        found |= {_bias(case, 1, "b_heads")} | ({"fused square"} if d == h * d_k else set()) | \
+            ({"all different"} if len({h, d, d_k, h * d_k}) == 4 else set())
+    elif f == "split_heads":
+        b, t, h, d_k = s["B"], s["T"], s["h"], s["d_k"]
+        found |= {"T divisible by h" if h > 1 and t > h and t % h == 0 else "T not divisible by h" if t % h else ""}
+        found |= {"all different"} if len({b, t, h, d_k, h * d_k}) == 5 else set()
+    elif f == "merge_heads":
+        b, h, t, d_v = s["B"], s["h"], s["T"], s["d_v"]
+        found |= {"all different"} if len({b, h, t, d_v, h * d_v}) == 5 else set()
+        found |= {"merge undoes split"} if case.expected is not None else set()
+    elif f == "output_projection_per_head":
+        b, h, t, d_v, d_model = (s[k] for k in ("B", "h", "T", "d_v", "d_model"))
+        found |= {_bias(case, 2)} | ({"square"} if h * d_v == d_model else set())
+        found |= {"all different"} if len({b, h, t, d_v, d_model, h * d_v}) == 6 else set()
+    else:
+        query, key, value = case.args[:3]
+        found |= {"causal" if causal_of(case) else "not causal" if len(case.args) > 4 else "causal omitted"}
+        if key is query and value is query:
+            found |= {"self"} | ({"T=1"} if s["T_q"] == 1 else set())
+        else:
+            found |= {f"cross T_q{'>' if s['T_q'] > s['T_k'] else '<'}T_k"} if s["T_q"] != s["T_k"] else set()
+            found |= {"key is value"} if key is value else set()
+    return found - {""}
 
 
 def problems(grade_id: str, cases: list) -> list[str]:
     found = []
-    for case in cases:
+    first = cases[:DISCRIMINATING[grade_id]]
+    for case in first:
         sizes = SPECS[case.function].sizes(case)
         if case.function == "multi_head_attention" and sizes["T_q"] == sizes["T_k"]:
             sizes.pop("T_k")
-        if len(set(sizes.values())) != len(sizes):
-            found.append(f"sizes not all different: {sizes}")
+        if len(set(sizes.values())) != len(sizes) or min(sizes.values()) < 1:
+            found.append(f"sizes not all different in a discriminating call: {sizes}")
+    for case in cases:
         dtypes = {a.dtype for a in arrays_of(case.args)}
         if dtypes != {np.dtype(np.float32 if grade_id in EX5 else np.float64)}:
             found.append(f"dtypes {dtypes}")
-    seen = [t for case in cases for t in lengths(case)]
+    seen = [t for case in cases if not is_worked_example(case) for t in lengths(case)]
     if len(seen) != len(set(seen)):
         found.append(f"a length used by two calls: {seen}")
-    if grade_id in VIEWS and not any(is_view(a) for c in cases for a in arrays_of(c.args)):
-        found.append("no transposed (non-contiguous) argument")
+    if grade_id in VIEWS and not any(is_view(a) for c in first for a in arrays_of(c.args)):
+        found.append("no transposed (non-contiguous) argument in a discriminating call")
+    missing = set(hidden.KINDS[grade_id]) - {k for case in cases for k in kinds(case)}
+    if missing:
+        found.append(f"kinds never drawn: {sorted(missing)}")
     if grade_id in EX5:
-        calls = [(SPECS[c.function].sizes(c), bool(c.args[4])) for c in cases]
+        calls = [(SPECS[c.function].sizes(c), causal_of(c)) for c in first]
         want = {"test_mha_cross": [(True, ">"), (True, "<"), (False, "<"), (False, ">")],
-                "test_mha_shapes": [(False, ">"), (False, "<")],
-                "test_mha_weights": [(True, "="), (True, "=")], "test_mha_causal": [(True, "=")] * 3,
+                "test_mha_shapes": [(False, ">"), (False, "<"), (False, "=")],
+                "test_mha_weights": [(True, "="), (True, "="), (True, ">")], "test_mha_causal": [(True, "=")] * 3,
                 "test_mha_self_attention": [(False, "=")] * 3}[grade_id]
         have = sorted((causal, "=" if s["T_q"] == s["T_k"] else ">" if s["T_q"] > s["T_k"] else "<")
                       for s, causal in calls)
@@ -67,26 +134,54 @@ def problems(grade_id: str, cases: list) -> list[str]:
     return found
 
 
-def test_every_property_under_a_thousand_secrets():
+def test_every_property_and_kind_under_a_thousand_secrets():
     missed: dict = {}
     for n in range(SECRETS):
         key = f"secret number {n:04d} of the coverage test".encode()
         for grade_id, notebook in hidden.GRADE_CELLS.items():
             rng = secret.rng(key, "mha", notebook, grade_id, "student", "sha")
             for p in problems(grade_id, hidden.hidden_cases(grade_id, rng)):
-                missed.setdefault(f"{grade_id}: {p.split(':')[0]}", n)
+                missed.setdefault(f"{grade_id}: {p.split(':')[0]}", (n, p))
     assert not missed, missed
 
 
+def test_every_kind_is_listed_for_every_cell_and_its_prompt():
+    """KINDS names a kind for every cell, each with the boundary sizes its prompt allows to be 1."""
+    assert set(hidden.KINDS) == set(hidden.GRADE_CELLS) == set(DISCRIMINATING)
+    ones = {"project": {"B=1", "T=1", "d_in=1", "d_out=1"}, "fuse_heads": {"h=1", "d_k=1", "d=1"},
+            "split_heads": {"B=1", "T=1", "h=1", "d_k=1"}, "merge_heads": {"B=1", "h=1", "T=1", "d_v=1"},
+            "output_projection": {"B=1", "T=1", "d_in=1", "d_out=1"},
+            "output_projection_per_head": {"B=1", "h=1", "T=1", "d_v=1", "d_model=1"},
+            "multi_head_attention": {"B=1", "h=1", "d_k=1", "T_q=1"}}
+    for grade_id in hidden.GRADE_CELLS:
+        function = hidden.hidden_cases(grade_id, np.random.default_rng(0))[0].function
+        assert ones[function] <= set(hidden.KINDS[grade_id]), grade_id
+        assert "worked example" in hidden.KINDS[grade_id] or grade_id in {
+            "test_mha_shapes", "test_mha_self_attention", "test_mha_cross"}  # cells whose prompt shows none
+
+
 def test_the_coverage_test_can_fail():
-    """Each property check catches a draw that lacks it."""
+    """Each property and kind check catches a draw that lacks it."""
     cases = hidden.hidden_cases("test_mha_cross", np.random.default_rng(0))
     assert problems("test_mha_cross", cases) == []
-    assert any("calls" in p for p in problems("test_mha_cross", cases[:1] + cases[1:2] * 3))
+    assert any("calls" in p for p in problems("test_mha_cross", cases[:1] + cases[1:2] * 3 + cases[4:]))
+    assert any("never drawn" in p and "key is value" in p for p in problems("test_mha_cross", cases[:5]))
+    passed = [c for c in cases if "causal omitted" not in kinds(c)]  # causal always passed: its default never used
+    assert any("never drawn" in p and "'causal omitted'" in p for p in problems("test_mha_cross", passed))
     merge = hidden.hidden_cases("test_merge_heads_shape", np.random.default_rng(0))
-    contiguous = [hidden.Case(c.function, c.names, (np.ascontiguousarray(c.args[0]),), c.check) for c in merge]
-    assert "no transposed (non-contiguous) argument" in problems("test_merge_heads_shape", contiguous)
-    assert any("two calls" in p for p in problems("test_merge_heads_shape", merge[1:2] * 2))
+    contiguous = [hidden.Case(c.function, c.names, (np.ascontiguousarray(c.args[0]),), c.check, c.expected)
+                  for c in merge]
+    assert any(p.startswith("no transposed") for p in problems("test_merge_heads_shape", contiguous))
+    assert any("two calls" in p for p in problems("test_merge_heads_shape", merge[1:2] * 2 + merge[2:]))
+    linear = hidden.hidden_cases("test_output_projection_values", np.random.default_rng(0))
+    no_square = [c for c in linear if "square" not in kinds(c)]
+    assert any("'square'" in p for p in problems("test_output_projection_values", no_square))
+    omitted = [c for c in linear if "b omitted" not in kinds(c)]
+    assert any("'b omitted'" in p for p in problems("test_output_projection_values", omitted))
+    per_head = hidden.hidden_cases("test_output_projection_per_head", np.random.default_rng(0))
+    assert any("'B=1'" in p for p in problems("test_output_projection_per_head",
+                                               [c for c in per_head if "B=1" not in kinds(c)]))
+    assert any("'worked example'" in p for p in problems("test_output_projection_per_head", per_head[:-1]))
 
 
 @pytest.mark.parametrize("grade_id", sorted(VIEWS))

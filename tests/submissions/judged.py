@@ -2,9 +2,10 @@
 
 What the grader does, in-process: run the notebook's setup cell and the solution cells (the
 reference answer, or a recipe's code) through the ready-made rule (a test whose functions reach refused
-code scores 0; only what the graded functions reach runs), then for every
-grade cell call the function on the cell's hidden cases and judge each outcome; the first failing
-case decides the cell. The visible tests are the grade cells' own code, run in the same namespace.
+code scores 0; only what the graded functions reach runs), then for every grade cell call the function
+on every one of the cell's hidden cases and judge the outcomes together (the first failing case decides
+the cell; a mistake is named only if it reproduces every call). The visible tests are the grade cells'
+own code, run in the same namespace.
 """
 import json
 import linecache
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from mha_checks import admission, calling, hidden
-from mha_checks.judge import judge
+from mha_checks.judge import judge_test
 from mha_checks.visible import CheckFailed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,6 +27,7 @@ class CellResult:
     passed: bool
     message: str = ""
     mistake: str | None = None
+    causes: tuple = ()  # the switches the judge named (each reproduces every call of the test)
 
 
 def _cells(notebook: str) -> list[dict]:
@@ -88,22 +90,18 @@ def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> 
     ruling = admission.admit(program(notebook, answers), {g: {c.function for c in cs} for g, cs in cases.items()},
                              trusted=1)
     ns = run_cells(ruling.cells)
-    results = {}
-    for gid in cases:
-        results[gid] = CellResult(True)
-        for case in cases[gid]:
-            if gid in ruling.refused:
-                results[gid] = CellResult(False, admission.explain(ruling.refused[gid]),
-                                          f"{case.function}: ready-made answer")
-                break
-            fn = ns.get(case.function)
-            if not callable(fn):
-                results[gid] = CellResult(False, f"{case.function} is not defined", "missing")
-                break
-            verdict = judge(case, calling.call(fn, list(case.names), case.specs()))
-            if not verdict.passed:
-                results[gid] = CellResult(False, verdict.message, verdict.mistake)
-                break
+    results, before = {}, []
+    for gid, test in cases.items():
+        fn = ns.get(test[0].function)
+        if gid in ruling.refused:  # not run: the process goes on to the next test as it was
+            results[gid] = CellResult(False, admission.explain(ruling.refused[gid]),
+                                      f"{test[0].function}: ready-made answer")
+        elif not callable(fn):
+            results[gid] = CellResult(False, f"{test[0].function} is not defined", "missing")
+        else:  # every call runs, as in the sandbox; the test is judged on all of them
+            verdict = judge_test(test, [calling.call(fn, list(c.names), c.specs()) for c in test], tuple(before))
+            results[gid] = CellResult(verdict.passed, verdict.message, verdict.mistake, verdict.causes)
+            before += test  # one process runs the notebook's tests in turn
     return results
 
 

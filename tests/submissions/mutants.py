@@ -3,7 +3,8 @@
 A mutant is the reference answer with an edit (``edit=(old, new)``, or a tuple of such pairs,
 each checked to apply) or a whole replacement (``code``). ``lost`` says how many points each
 grade cell of that notebook must lose (the others keep full marks), ``says`` a phrase its
-feedback must contain (the mistake named in plain words), ``visible`` whether the visible tests
+feedback must contain (the mistake named in plain words; ``also``: other true names, e.g. each half of
+two mistakes, where a cell sees one of them), ``visible`` whether the visible tests
 alone let it through (since issue 9 none does: the visible tests use small all-different inputs
 with biases, a mask and T_q != T_k, so every mistake that small inputs can show fails them).
 ``source`` cites the public repository and path a mutant was adapted from (empty: our own).
@@ -22,6 +23,7 @@ class Mutant:
     edit: tuple = ()
     code: str = ""
     source: str = ""
+    also: tuple = ()  # other phrases that name its mistake truly (a pair of mistakes, where one cell sees one)
 
     def answer(self, reference: str) -> str:
         if self.code:
@@ -137,16 +139,16 @@ MUTANTS = [
            edit=(".reshape(batch, -1, h, d_k).transpose(1, 2)", ".reshape(batch, h, -1, d_k)")),
     Mutant("m29_merge_wrong_axis_order", A, MHA, VALUES_MHA, "heads merged in the wrong axis order", False,
            edit=("(weights @ v).transpose(1, 2).reshape", "(weights @ v).permute(0, 2, 3, 1).reshape")),
-    Mutant("m30_kv_from_query", A, MHA, {"test_mha_shapes": 1, "test_mha_cross": 1},
+    Mutant("m30_kv_from_query", A, MHA, {"test_mha_shapes": 1, "test_mha_weights": 1, "test_mha_cross": 1},
            "keys and values computed from the query", False,
            edit=("split(key, w_k, b_k), split(value, w_v, b_v)", "split(query, w_k, b_k), split(query, w_v, b_v)")),
-    Mutant("m31_mask_square", A, MHA, {"test_mha_cross": 1}, "This call is causal cross-attention", False,
+    Mutant("m31_mask_square", A, MHA, {"test_mha_shapes": 1, "test_mha_weights": 1, "test_mha_cross": 1}, "causal mask built for T_q x T_q", False,
            edit=("torch.ones(t_q, t_k,", "torch.ones(t_q, t_q,")),
     Mutant("m32_heads_averaged", A, MHA, ALL_MHA, "heads averaged instead of concatenated", False,
            edit=("(weights @ v).transpose(1, 2).reshape(batch, t_q, d_model)", "(weights @ v).mean(1)")),
     Mutant("m33_ready_made_sdpa", A, MHA, ALL_MHA, "F.scaled_dot_product_attention", False,
            edit=("concat = (weights @ v)", "concat = F.scaled_dot_product_attention(q, k, v, is_causal=causal)")),
-    Mutant("m34_ready_made_module", A, MHA, ALL_MHA, "calling the module", False,
+    Mutant("m34_ready_made_module", A, MHA, ALL_MHA, "the module called", False,
            code="def multi_head_attention(query, key, value, mha, causal=False):\n"
                 "    mask = None\n    if causal:\n"
                 "        mask = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).triu(1)\n"
@@ -155,8 +157,9 @@ MUTANTS = [
     Mutant("m35_project_bias_twice", P, "project", {"test_project_bias": 1}, "the bias added twice", False,
            edit=("out = out + b  #", "out = out + 2 * b  #")),
     Mutant("m36_project_scaled", P, "project", {"test_project_values": 1, "test_project_bias": 1},
-           "* x @ w", False, edit=("out = x @ w ", "out = x @ w / np.sqrt(w.shape[0]) ")),
-    Mutant("m37_project_none_bias", P, "project", {"test_project_values": 1}, "when the bias is None", False,
+           "the product divided by sqrt(d_in)", False,
+           edit=("out = x @ w ", "out = x @ w / np.sqrt(w.shape[0]) ")),
+    Mutant("m37_project_none_bias", P, "project", {"test_project_values": 1, "test_project_bias": 1}, "b=None not handled", False,
            code="def project(x, w, b=None):\n    return x @ w + b\n"),
     Mutant("m38_project_batched_only", P, "project", {"test_project_values": 1, "test_project_bias": 1},
            "unbatched", False,
@@ -165,7 +168,7 @@ MUTANTS = [
     Mutant("m39_fuse_reversed", P, "fuse_heads", {"test_fuse_heads": 1}, "heads in reverse order", False,
            edit=(("np.concatenate(w_heads, axis=1)", "np.concatenate(w_heads[::-1], axis=1)"),
                  ("np.concatenate(b_heads)", "np.concatenate(b_heads[::-1])"))),
-    Mutant("m40_fuse_not_a_pair", P, "fuse_heads", {"test_fuse_heads": 1}, "expected a pair", False,
+    Mutant("m40_fuse_not_a_pair", P, "fuse_heads", {"test_fuse_heads": 1}, "the fused w returned alone", False,
            code="def fuse_heads(w_heads, b_heads=None):\n    return np.concatenate(w_heads, axis=1)\n"),
     Mutant("m41_fuse_bias_stacked", P, "fuse_heads", {"test_fuse_heads": 1}, "the biases stacked as (h, d_k)",
            False, edit=("np.concatenate(b_heads)", "np.stack(b_heads)")),
@@ -206,8 +209,8 @@ MUTANTS = [
            code="def merge_heads(x):\n    return np.concatenate([x[:, i] for i in range(x.shape[1])], axis=1)\n"),
     Mutant("m52_out_bias_twice", O, "output_projection", {"test_output_projection_bias": 1},
            "the bias added twice", False, edit=("out = out + b_o", "out = out + b_o + b_o")),
-    Mutant("m53_out_none_bias", O, "output_projection", {"test_output_projection_values": 1},
-           "when the bias is None", False, code="def output_projection(x, w_o, b_o=None):\n    return x @ w_o + b_o\n"),
+    Mutant("m53_out_none_bias", O, "output_projection", {"test_output_projection_values": 1, "test_output_projection_bias": 1},
+           "b_o=None not handled", False, code="def output_projection(x, w_o, b_o=None):\n    return x @ w_o + b_o\n"),
     Mutant("m54_per_head_first_block", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
            "the first block of W^O", False, edit=("w_o[i * d_v:(i + 1) * d_v]", "w_o[0:d_v]")),
     Mutant("m55_per_head_concat_no_transpose", O, "output_projection_per_head",
@@ -224,7 +227,7 @@ MUTANTS = [
     Mutant("m59_mha_no_mask", A, MHA, {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1},
            "causal mask not applied", False,
            edit=("scores = scores.masked_fill(~allowed, float(\"-inf\"))", "scores = scores")),
-    Mutant("m60_mha_mask_always", A, MHA, {"test_mha_self_attention": 1, "test_mha_cross": 1},
+    Mutant("m60_mha_mask_always", A, MHA, {"test_mha_weights": 1, "test_mha_self_attention": 1, "test_mha_cross": 1},
            "although causal=False", False, edit=("    if causal:\n        allowed", "    if True:\n        allowed")),
     Mutant("m61_mha_mask_hides_diagonal", A, MHA, {"test_mha_weights": 1, "test_mha_causal": 1, "test_mha_cross": 1},
            "mask hides the diagonal", False, edit=(".tril()", ".tril(-1)")),
@@ -279,7 +282,7 @@ MUTANTS = [
            source="taihim/timeseries-transformer:src/timeseries_transformer/attention.py (projections and "
                   "attention over all features, never split into heads)"),
     Mutant("m77_mha_no_biases_keys_at_query_length", A, MHA,
-           {"test_mha_shapes": 1, "test_mha_self_attention": 1, "test_mha_causal": 1, "test_mha_cross": 1},
+           ALL_MHA,
            "the input-projection biases were left out", False,
            code="def multi_head_attention(query, key, value, mha, causal=False):\n"
                 "    batch_size, seq_len, d_model = query.shape\n    h = mha.num_heads\n    d_k = d_model // h\n"
@@ -294,8 +297,9 @@ MUTANTS = [
                 "    context = (weights @ v).transpose(1, 2).reshape(batch_size, seq_len, d_model)\n"
                 "    return context @ mha.out_proj.weight.T, weights\n",
            source="PTSown0222/TensorTonic-Solutions:transformers-multi-head-attention/"
-                  "transformers-multi-head-attention.py (no biases; keys reshaped with the query's length)"),
-    Mutant("m78_mha_packed_qkv_from_query", A, MHA, {"test_mha_shapes": 1, "test_mha_cross": 1},
+                  "transformers-multi-head-attention.py (no biases; keys reshaped with the query's length)",
+           also=("keys reshaped with the query's length",)),
+    Mutant("m78_mha_packed_qkv_from_query", A, MHA, {"test_mha_shapes": 1, "test_mha_weights": 1, "test_mha_cross": 1},
            "keys and values computed from the query", False,
            code="def multi_head_attention(query, key, value, mha, causal=False):\n"
                 "    B, N, C = query.shape\n    h = mha.num_heads\n"
@@ -340,15 +344,15 @@ MUTANTS = [
     Mutant("m87_mha_keys_from_value", A, MHA, {"test_mha_cross": 1}, "keys computed from the value", False,
            edit=("split(key, w_k, b_k)", "split(value, w_k, b_k)")),
     # --- a fresh class (issue re-audit) ------------------------------------------------------------
-    Mutant("m88_mha_scaled_by_h", A, MHA, VALUES_MHA, "= h, not by sqrt(d_k)", False,
+    Mutant("m88_mha_scaled_by_h", A, MHA, VALUES_MHA, "scores divided by h instead of sqrt(d_k)", False,
            edit=("/ math.sqrt(d_k)", "/ h")),
     Mutant("m89_mha_scaled_by_sqrt_t_q", A, MHA, VALUES_MHA, "sqrt(T_q)", False,
            edit=("/ math.sqrt(d_k)", "/ math.sqrt(q.shape[-2])")),
     Mutant("m90_mha_mask_triu_k0", A, MHA, MASKED, "mask hides the diagonal", False,
            edit=("scores = scores.masked_fill(~allowed, float(\"-inf\"))",
                  "scores = scores.masked_fill(torch.ones(t_q, t_k).triu().bool(), float(\"-inf\"))")),
-    Mutant("m91_mha_mask_tril_plus_one", A, MHA, MASKED, "each query also sees the key right after it", False, edit=(".tril()", ".tril(1)")),
-    Mutant("m92_mha_mask_bottom_right", A, MHA, {"test_mha_cross": 1}, "the bottom-right alignment", False,
+    Mutant("m91_mha_mask_tril_plus_one", A, MHA, MASKED, "mask off by one", False, edit=(".tril()", ".tril(1)")),
+    Mutant("m92_mha_mask_bottom_right", A, MHA, {"test_mha_weights": 1, "test_mha_cross": 1}, "aligned to the last key (bottom-right)", False,
            edit=(".tril()", ".tril(t_k - t_q)")),
     Mutant("m94_split_along_time", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
            "split along", False,
@@ -364,7 +368,8 @@ MUTANTS = [
            edit=("    q, k, v = split(query,", "    query /= math.sqrt(d_k)\n    q, k, v = split(query,")),
     Mutant("m99_mha_inverted_mask_and_w_o_not_T", A, MHA, {"test_mha_weights": 1, **VALUES_MHA}, "Two mistakes at once", False,
            edit=((".tril()", ".triu()"), ("F.linear(concat, mha.out_proj.weight, mha.out_proj.bias)",
-                                          "concat @ mha.out_proj.weight + mha.out_proj.bias"))),
+                                          "concat @ mha.out_proj.weight + mha.out_proj.bias")),
+           also=("mask the wrong way round", "W^O not transposed")),
     Mutant("m100_mha_weights_flat_heads", A, MHA, ALL_MHA, "heads flattened into the batch", False,
            edit=("return out, weights", "return out, weights.reshape(-1, t_q, t_k)")),
     Mutant("m101_project_float16_inside", P, "project", {"test_project_values": 1, "test_project_bias": 1},
@@ -381,16 +386,17 @@ MUTANTS = [
            "column blocks of W^O", False, edit=("w_o[i * d_v:(i + 1) * d_v]", "w_o[:, i * d_v:(i + 1) * d_v]")),
     Mutant("m106_fuse_rows", P, "fuse_heads", {"test_fuse_heads": 1}, "stacked as rows", False,
            edit=("np.concatenate(w_heads, axis=1)", "np.vstack(w_heads)")),
-    Mutant("m107_mha_weights_transposed", A, MHA, ALL_MHA, "right but transposed", False,
+    Mutant("m107_mha_weights_transposed", A, MHA, ALL_MHA, "attention weights returned transposed", False,
            edit=("return out, weights", "return out, weights.transpose(-2, -1)")),
-    Mutant("m108_mha_values_with_w_o", A, MHA, VALUES_MHA, "the output departs after the softmax", False,
+    Mutant("m108_mha_values_with_w_o", A, MHA, VALUES_MHA, "values projected with the output projection's weights",
+           False,
            edit=("split(value, w_v, b_v)", "split(value, mha.out_proj.weight, mha.out_proj.bias)")),
     Mutant("m109_out_float16_inside", O, "output_projection",
            {"test_output_projection_values": 1, "test_output_projection_bias": 1}, "as if computed in float16", False,
            edit=("out = x @ w_o ", "out = (x.astype(np.float16) @ w_o.astype(np.float16)).astype(np.float32) ")),
     # --- issue 15: mistakes named by what the numbers show --------------------------------------------
     Mutant("m110_per_head_head_left_out", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
-           "Heads left out of the sum", False, edit=("for i in range(heads.shape[1]))", "for i in range(1, heads.shape[1] - 1))")),
+           "heads left out of the sum", False, edit=("for i in range(heads.shape[1]))", "for i in range(1, heads.shape[1] - 1))")),
     Mutant("m111_per_head_never_summed", O, "output_projection_per_head", {"test_output_projection_per_head": 1},
            "never summed", False,
            code="def output_projection_per_head(heads, w_o, b_o=None):\n    d_v = heads.shape[-1]\n"
@@ -405,19 +411,61 @@ MUTANTS = [
                                     "mha.out_proj.bias) for i, o in enumerate(outs))\n")),
     Mutant("m114_mha_biases_interleaved", A, MHA, VALUES_MHA, "split along the wrong axis", False,
            edit=("b_q, b_k, b_v = mha.in_proj_bias.chunk(3)", "b_q, b_k, b_v = mha.in_proj_bias.reshape(-1, 3).unbind(-1)")),
-    Mutant("m115_mha_scores_k_q", A, MHA, {"test_mha_shapes": 1, **VALUES_MHA}, "K Q^T instead of Q K^T", False,
+    Mutant("m115_mha_scores_k_q", A, MHA, ALL_MHA, "K Q^T instead of Q K^T", False,
            edit=("scores = q @ k.transpose(-2, -1)", "scores = k @ q.transpose(-2, -1)")),
     Mutant("m116_mha_values_by_scores", A, MHA, VALUES_MHA, "values weighted by the scores", False,
            edit=("concat = (weights @ v)", "concat = (scores @ v)")),
-    Mutant("m117_mha_scale_floor_division", A, MHA, VALUES_MHA, "multiplied by 0", False,
+    Mutant("m117_mha_scale_floor_division", A, MHA, VALUES_MHA, "multiplied by 1 // sqrt(d_k)", False,
            edit=("/ math.sqrt(d_k)", "* (1 // math.sqrt(d_k))")),
-    Mutant("m118_project_np_inner", P, "project", {"test_project_values": 1, "test_project_bias": 1}, "np.inner",
+    Mutant("m118_project_np_inner", P, "project", {"test_project_values": 1, "test_project_bias": 1}, "w used transposed",
            False, edit=("out = x @ w ", "out = np.inner(x, w) ")),
-    Mutant("m119_mha_assert_square_mask", A, MHA, {"test_mha_cross": 1}, "assert fails on causal cross-attention",
+    Mutant("m119_mha_assert_square_mask", A, MHA, {"test_mha_shapes": 1, "test_mha_weights": 1, "test_mha_cross": 1}, "an assert that the mask is square",
            False, edit=("    if causal:\n", "    if causal:\n        assert t_q == t_k, 'a causal mask is square'\n")),
     Mutant("m120_merge_as_strided_assumes_contiguous", M, "merge_heads", {"test_merge_heads_values": 1},
            "wrong values", False,
            code="import torch\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"  # (NumPy's as_strided: raw memory)
                 "    view = torch.as_strided(torch.from_numpy(x), (b, t, h, d_v), (h * t * d_v, d_v, t * d_v, 1))\n"
                 "    return view.reshape(b, t, h * d_v).numpy()\n"),
+    # --- issue 27: mistakes made in practice, each named by the switch that reproduces it (or observed) -------
+    Mutant("m121_mha_scores_in_float16", A, MHA, VALUES_MHA, "as if computed in float16", False,
+           edit=("scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
+                 "scores = (q.half() @ k.half().transpose(-2, -1)).float() / math.sqrt(d_k)  # half the memory")),
+    Mutant("m122_project_squeezed", P, "project", {"test_project_values": 1, "test_project_bias": 1},
+           "a stray .squeeze()", False,
+           code="def project(x, w, b=None):\n    out = np.squeeze(x @ w)  # no stray axes of size 1\n"
+                "    return out if b is None else out + b\n"),
+    Mutant("m123_mha_output_squeezed", A, MHA, ALL_MHA, "a stray .squeeze()", False,
+           edit=("return out, weights", "return out.squeeze(), weights")),
+    Mutant("m124_mha_mask_kept_between_calls", A, MHA, MASKED, "causal mask kept from an earlier call", False,
+           edit=(("def multi_head_attention(", "_MASKS = {}  # built once, reused\n\n\ndef multi_head_attention("),
+                 ("allowed = torch.ones(t_q, t_k, dtype=torch.bool, device=scores.device).tril()",
+                  "allowed = _MASKS.setdefault('causal', torch.ones(t_q, t_k, dtype=torch.bool).tril())"))),
+    Mutant("m125_mha_scale_folded_into_a_chunk_view", A, MHA, ALL_MHA, "in place", False,
+           edit=(("b_q, b_k, b_v = mha.in_proj_bias.chunk(3)",
+                  "b_q, b_k, b_v = mha.in_proj_bias.chunk(3)\n"
+                  "    w_q.mul_(1 / math.sqrt(d_k))  # fold the scale into the query's projection\n"
+                  "    b_q.mul_(1 / math.sqrt(d_k))"), ("/ math.sqrt(d_k)                  #", "                  #"))),
+    Mutant("m126_mha_softmax_stabilised_over_queries", A, MHA, VALUES_MHA, "maximum over the queries", False,
+           edit=("weights = torch.softmax(scores, dim=-1)",
+                 "e = torch.exp(scores - scores.amax(dim=-2, keepdim=True))  # stable softmax\n"
+                 "    weights = e / e.sum(dim=-1, keepdim=True)")),
+    Mutant("m127_mha_keys_transposed_twice", A, MHA, ALL_MHA, "keys not transposed in q @ k^T", False,
+           edit=("scores = q @ k.transpose(-2, -1)",
+                 "k_t = k.transpose(-2, -1)                                           # (B, h, d_k, T_k)\n"
+                 "    scores = q @ k_t.transpose(-2, -1)")),
+    Mutant("m128_mha_heads_and_batch_exchanged", A, MHA, VALUES_MHA, "B and h exchanged", False,
+           edit=("(weights @ v).transpose(1, 2).reshape(batch, t_q, d_model)",
+                 "(weights @ v).reshape(h, batch, t_q, d_k).permute(1, 2, 0, 3).reshape(batch, t_q, d_model)")),
+    Mutant("m129_mha_view_after_transpose", A, MHA, ALL_MHA, "view() of a transposed tensor", False,
+           edit=(".transpose(1, 2).reshape(batch, t_q, d_model)", ".transpose(1, 2).view(batch, t_q, d_model)")),
+    Mutant("m130_mha_keys_reshaped_with_query_length", A, MHA,
+           {"test_mha_shapes": 1, "test_mha_weights": 1, "test_mha_cross": 1}, "keys reshaped with the query's length", False,
+           edit=("F.linear(x, w, b).reshape(batch, -1, h, d_k)", "F.linear(x, w, b).reshape(batch, t_q, h, d_k)")),
+    Mutant("m131_out_w_transposed_and_bias_twice", O, "output_projection",
+           {"test_output_projection_values": 1, "test_output_projection_bias": 1}, "W^O used transposed", False,
+           code="def output_projection(x, w_o, b_o=None):\n    out = x @ w_o.T\n"
+                "    return out if b_o is None else out + 2 * b_o\n"),  # the doubled bias shows on no call
+    Mutant("m132_split_squeezed", S, "split_heads", {"test_split_heads_shape": 1, "test_split_heads_values": 1},
+           "a stray .squeeze()", False,
+           edit=("return x.transpose(0, 2, 1, 3)", "return x.transpose(0, 2, 1, 3).squeeze()")),
 ]
