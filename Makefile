@@ -97,7 +97,7 @@ GRADER := $(CURDIR)/$(BIN)/python -m mha_grader --course $(COURSE)
 .PHONY: secret probe
 grade: $(STAMP)
 	@test -f $(COURSE)/gradebook.db || $(MAKE) --no-print-directory release
-	$(GRADER) grade $(ARGS)
+	MHA_GRADER_MAKE="$(CURDIR)" $(GRADER) grade $(ARGS)  # (the grader's resume hint: the make command)
 	cd $(COURSE) && $(NBGRADER) export
 
 ## secret: create the course secret the hidden test inputs are drawn from (once; kept outside the repository)

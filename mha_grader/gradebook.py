@@ -5,30 +5,77 @@ commits every queued notebook in one transaction (one lookup of all their grade 
 and a caller flushes at the end and when it stops. A notebook counts as graded only once its batch is
 committed (the caller stamps it after :meth:`flush`), so a run stopped between two flushes loses
 nothing but the uncommitted batch, which the next run grades again. :meth:`close` commits nothing.
+
+A database that stops answering cannot hold the run: every call to it is made by one thread of the
+writer's own and waited for at most ANSWER_S seconds (a frozen server accepts connections and answers
+nothing, and a blocked read ignores signals); the stop (ctrl-C) is honoured meanwhile. Past that the
+connection is abandoned (:class:`Silent`): nothing more is sent on it, and the batch it held is not
+stamped, so the next run grades it again. PostgreSQL also gets connect, statement and lock timeouts
+(a server that answers cancels what takes too long and releases its locks), sqlite a busy timeout.
 """
 import contextlib
 import functools
+import queue
+import threading
+import time
 import warnings
 
 from nbgrader.api import (Assignment, Comment, Grade, Gradebook, InvalidEntry, MissingEntry, Student, SubmittedAssignment,
                           SubmittedNotebook, new_uuid)
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, ProgrammingError, SAWarning
 from tornado.log import app_log  # nbgrader's own logger
 
 
-class GradebookWriter:
-    """One open gradebook for a run; only the process that records results uses it."""
+ANSWER_S = 5.0     # the longest one call to the gradebook database may take before the run gives up on it
+STOP_GRACE_S = 1.0  # once a stop is asked for, how much longer a call in progress may take
+POLL_S = 0.05
+CONNECT_S, STATEMENT_MS, LOCK_MS = 4, 4000, 3000  # PostgreSQL's own limits, inside ANSWER_S
 
-    def __init__(self, db_url: str, assignment: str):
-        course_id = _released_under(db_url, assignment)
+
+class Silent(RuntimeError):
+    """The gradebook database did not answer in time; the message says how long was waited."""
+
+
+class GradebookWriter:
+    """One open gradebook for a run; only the process that records results uses it. ``interrupted`` (a
+    stop was asked for) is looked at while a call to the database is waited for."""
+
+    def __init__(self, db_url: str, assignment: str, interrupted=lambda: False):
+        self.interrupted, self.silent = interrupted, ""
+        self.calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=_answer, args=(self.calls,), daemon=True, name="mha-gradebook").start()
+        db_url = with_timeouts(db_url)
+        course_id = self._answered(_released_under, db_url, assignment)
         if course_id is None:
-            raise SystemExit(f"The gradebook {db_url} has no assignment {assignment!r}: run `make release` "
-                             "(nbgrader generate_assignment) first.")
-        self.gb = Gradebook(db_url, course_id)  # nbgrader's default id would add a stray course row
-        _add_indexes(self.gb)
+            raise SystemExit(f"The gradebook {make_url(db_url).render_as_string(hide_password=True)} has no "
+                             f"assignment {assignment!r}: run `make release` (nbgrader generate_assignment) first.")
+        self.gb = self._answered(Gradebook, db_url, course_id)  # nbgrader's default id would add a stray course row
+        self._answered(_add_indexes, self.gb)
         self.assignment = assignment
         self.pending: list[tuple[str, str, list[dict]]] = []
+
+    def _answered(self, call, *args):
+        """``call(*args)`` on the writer's database thread (nbgrader's session is per thread): its value, or
+        its exception; Silent when it takes more than ANSWER_S seconds, or STOP_GRACE_S once a stop is asked
+        for. A call given up on still holds the connection: nothing more is sent on it."""
+        if self.silent:
+            raise Silent(self.silent)
+        done, box = threading.Event(), {}
+        self.calls.put((call, args, box, done))
+        start = time.monotonic()
+        deadline = start + ANSWER_S
+        while not done.wait(POLL_S):
+            now = time.monotonic()
+            if self.interrupted():
+                deadline = min(deadline, now + STOP_GRACE_S)
+            if now >= deadline:
+                self.silent = f"no answer within {now - start:.0f} s"
+                raise Silent(self.silent)
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
 
     def record(self, student: str, notebook: str, tests: list[dict]) -> None:
         """Queue the auto scores of one notebook (committed by the next :meth:`flush`)."""
@@ -39,6 +86,10 @@ class GradebookWriter:
         if not self.pending:
             return []
         batch, self.pending = self.pending, []
+        return self._answered(self._commit, batch)
+
+    def _commit(self, batch: list[tuple[str, str, list[dict]]]) -> list[tuple[str, str]]:
+        """(On the database thread) one transaction for ``batch``; rolled back if any of it fails."""
         students = sorted({student for student, _, _ in batch})
         try:
             self._add_submissions(students)
@@ -110,9 +161,11 @@ class GradebookWriter:
         return {(student, notebook, cell): grade for student, notebook, cell, grade in rows}
 
     def close(self) -> None:
-        """Close the gradebook; like any database connection, what was not flushed is not committed."""
+        """Close the gradebook; like any database connection, what was not flushed is not committed. A
+        connection given up on is left as it is (closing it would wait for the silent server too)."""
         self.pending = []
-        self.gb.close()
+        if not self.silent:
+            self._answered(self.gb.close)
 
 
 # Lookups nbgrader's schema has no index for: a submission's notebooks, a submitted notebook's grades and
@@ -120,6 +173,28 @@ class GradebookWriter:
 # 12 s, 4 s with them; finding a batch's grade rows, 78 ms, 0.3 ms with them). Additive: nbgrader neither needs nor minds them; its own queries use them too.
 INDEXES = {"mha_submitted_notebook_by_submission": "submitted_notebook (assignment_id)",
            "mha_grade_by_notebook": "grade (notebook_id)", "mha_comment_by_notebook": "comment (notebook_id)"}
+
+
+def _answer(calls: queue.SimpleQueue) -> None:
+    """The writer's database thread: make each call, put its value or exception in its box, say it is done."""
+    while True:
+        call, args, box, done = calls.get()
+        try:
+            box["value"] = call(*args)
+        except BaseException as err:  # noqa: BLE001 - raised again where the call was asked for
+            box["error"] = err
+        done.set()
+
+
+def with_timeouts(db_url: str) -> str:
+    """``db_url`` with the database's own time limits, where the URL does not set them: PostgreSQL's
+    connect, statement and lock timeouts (libpq parameters), sqlite's busy timeout."""
+    url = make_url(db_url)
+    limits = {"postgresql": {"connect_timeout": str(CONNECT_S),
+                             "options": f"-c statement_timeout={STATEMENT_MS} -c lock_timeout={LOCK_MS}"},
+              "sqlite": {"timeout": str(ANSWER_S - 1)}}.get(url.get_backend_name(), {})
+    missing = {k: v for k, v in limits.items() if k not in url.query}
+    return url.update_query_dict(missing).render_as_string(hide_password=False) if missing else db_url
 
 
 def _add_indexes(gb: Gradebook) -> None:
