@@ -298,8 +298,10 @@ def dask_setup(server) -> None:
 
 
 def dask_teardown(server) -> None:
-    """Called by Dask as a worker closes: its sandbox fork server ends with it, after its last job
-    (a worker process ends without running atexit handlers)."""
+    """Called by Dask as a worker closes (told to, or its scheduler gone): the sandboxes it runs end now and
+    no more start (their tasks come back not graded), and its fork servers end with it (a worker process
+    ends without running atexit handlers)."""
+    sandbox.end_all()
     sandbox.stop_servers()
 
 

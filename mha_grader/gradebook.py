@@ -28,10 +28,11 @@ from sqlalchemy.exc import DBAPIError, ProgrammingError, SAWarning
 from tornado.log import app_log  # nbgrader's own logger
 
 
-ANSWER_S = 5.0     # the longest one call to the gradebook database may take before the run gives up on it
+ANSWER_S = 4.0     # the longest one call to the gradebook database may take before the run gives up on it
 STOP_GRACE_S = 1.0  # once a stop is asked for, how much longer a call in progress may take
 POLL_S = 0.05
-CONNECT_S, STATEMENT_MS, LOCK_MS = 4, 4000, 3000  # PostgreSQL's own limits, inside ANSWER_S
+CONNECT_S, STATEMENT_MS, LOCK_MS = 3, 3000, 2000  # PostgreSQL's own limits, inside ANSWER_S
+PING_S = 1.0  # while nothing is committed, an idle run still asks the database (SELECT 1) this often
 
 
 class Silent(RuntimeError):
@@ -43,7 +44,7 @@ class GradebookWriter:
     stop was asked for) is looked at while a call to the database is waited for."""
 
     def __init__(self, db_url: str, assignment: str, interrupted=lambda: False):
-        self.interrupted, self.silent = interrupted, ""
+        self.interrupted, self.silent, self.answered_at = interrupted, "", time.monotonic()
         self.calls: queue.SimpleQueue = queue.SimpleQueue()
         threading.Thread(target=_answer, args=(self.calls,), daemon=True, name="mha-gradebook").start()
         db_url = with_timeouts(db_url)
@@ -73,6 +74,7 @@ class GradebookWriter:
             if now >= deadline:
                 self.silent = f"no answer within {now - start:.0f} s"
                 raise Silent(self.silent)
+        self.answered_at = time.monotonic()
         if "error" in box:
             raise box["error"]
         return box.get("value")
@@ -81,12 +83,20 @@ class GradebookWriter:
         """Queue the auto scores of one notebook (committed by the next :meth:`flush`)."""
         self.pending.append((student, notebook, tests))
 
-    def flush(self) -> list[tuple[str, str]]:
-        """Commit every queued notebook in one transaction; returns their (student, notebook)."""
+    def flush(self, ping: bool = False) -> list[tuple[str, str]]:
+        """Commit every queued notebook in one transaction; returns their (student, notebook). With nothing
+        queued and ``ping``, ask the database whether it answers, at most every PING_S (raises as a commit would)."""
         if not self.pending:
+            if ping and time.monotonic() - self.answered_at >= PING_S:
+                self._answered(self._ping)
             return []
         batch, self.pending = self.pending, []
         return self._answered(self._commit, batch)
+
+    def _ping(self) -> None:
+        """(On the database thread) a query that needs the server's answer, and no transaction left open."""
+        self.gb.db.execute(text("SELECT 1")).scalar()
+        self.gb.db.rollback()
 
     def _commit(self, batch: list[tuple[str, str, list[dict]]]) -> list[tuple[str, str]]:
         """(On the database thread) one transaction for ``batch``; rolled back if any of it fails."""

@@ -43,10 +43,11 @@ class Recorder:
         if len(self.keys) >= BATCH or start - self.last_flush >= FLUSH_S:
             self.flush()
 
-    def flush(self) -> None:
-        """Commit the queued grades, then stamp those notebooks as graded."""
+    def flush(self, idle: bool = False) -> None:
+        """Commit the queued grades, then stamp those notebooks as graded. ``idle``: no result came for a
+        while; with nothing queued, the database is asked whether it still answers (see GradebookWriter)."""
         start, cpu = time.monotonic(), time.thread_time()
-        committed = self.writer.flush()
+        committed = self.writer.flush(ping=idle)
         per_student = defaultdict(dict)
         for student, name in committed:
             per_student[student][name] = self.keys.pop((student, name))

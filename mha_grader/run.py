@@ -121,8 +121,8 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
                 arrival = next(arrivals, END)
             if arrival is END:
                 break
-            if arrival is None:  # no result for a while: commit and stamp what is queued
-                _flush_or_stop(course, recorder, stop)
+            if arrival is None:  # no result for a while: commit and stamp what is queued (or see the database answers)
+                _flush_or_stop(course, recorder, stop, idle=True)
                 stop.check()
                 continue
             job, result = arrival
@@ -222,11 +222,11 @@ def _unrecord(course, job: dict) -> None:
             pass
 
 
-def _flush_or_stop(course, recorder: Recorder, stop: Stop | None = None) -> None:
+def _flush_or_stop(course, recorder: Recorder, stop: Stop | None = None, idle: bool = False) -> None:
     """Commit the last batch; raises NotRecorded when the gradebook or the disk fails (Stopped when a stop
     was asked for while the database was waited for)."""
     try:
-        recorder.flush()
+        recorder.flush(idle)
     except (OSError, DBAPIError, Silent) as err:
         if stop is not None:
             stop.check()
