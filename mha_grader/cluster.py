@@ -118,6 +118,8 @@ class Dask:
                 yield None
                 continue
             future = next(self.running)
+            if future.cancelled() and not self.stopped:
+                self._alive()  # the client cancels every future as it loses the scheduler: not the jobs' failure
             self._submit_next()
             jobs, outcome = self.jobs.pop(future.key), _outcome(future)
             outcomes = outcome if isinstance(outcome, list) else [dict(outcome) for _ in jobs]  # the task failed
@@ -263,7 +265,7 @@ def _connect(scheduler: str, workers: int):
     """(the LocalCluster started here or None, a Client connected to the scheduler)."""
     from distributed import Client, LocalCluster
 
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)  # what goes wrong, the run says in its own words
+    _quiet_dask()
     if scheduler == "local":
         cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None, preload=[__name__],
@@ -275,6 +277,13 @@ def _connect(scheduler: str, workers: int):
         raise execute.SchedulerLost(f"no Dask scheduler answered at {scheduler} within {CONNECT_S} s "
                                     f"({execute.sentence(err)}); start it and its workers (see the README), or "
                                     "give the right address") from None
+
+
+def _quiet_dask() -> None:
+    """No log lines (nor their tracebacks) from Dask in the coordinating process: what goes wrong, the run says
+    in its own words (Dask's config gives some of its loggers levels of their own)."""
+    for name in ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def dask_setup(server) -> None:

@@ -189,8 +189,8 @@ def _stopped(backend, progress, why: str, results: list, plan: list[dict], resum
         backend.close()
     progress.done()
     left = len(plan) - len(results)
-    ended = ("what the workers were running could not be ended through the scheduler: it stops at its time limit"
-             if running is None else f"of them {running} were running and were ended")
+    ended = ("the workers could not be told through the scheduler: each ends what it runs as it loses the "
+             "scheduler, or at the time limit" if running is None else f"of them {running} were running and were ended")
     print(f"{why}. This run graded and recorded {len(results)} of {len(plan)} notebook(s); "
           f"{left} were not ({ended}; nothing half-done is kept). Resume with: {resume}", file=sys.stderr, flush=True)
 
