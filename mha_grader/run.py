@@ -97,9 +97,11 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
         stop.check()  # (a stop while the database was waited for)
         print(f"Grading did not start: {_not_recorded(err, course)}. Rerun: {resume}", file=sys.stderr)
         return EXIT_NOT_RECORDED
+    recorder = Recorder(course, writer)
     try:
-        return _run(args, course, plan, notes, Recorder(course, writer), stop, resume)
+        return _run(args, course, plan, notes, recorder, stop, resume)
     finally:
+        recorder.close()
         _close_quietly(writer)
 
 
@@ -201,10 +203,12 @@ def _record_or_stop(course, recorder: Recorder, job: dict, result: dict, stop: S
     try:
         recorder.record(job, result)  # files now; grades and stamp with its batch
     except (OSError, DBAPIError, Silent) as err:
+        recorder.settle()
         _unrecord(course, job)
         stop.check()  # a stop asked for while the database was waited for: it ends the run, not the database
         raise NotRecorded(_not_recorded(err, course)) from err
     except Exception as err:  # noqa: BLE001 - not stamped: the next run grades it again
+        recorder.settle()
         _unrecord(course, job)
         return {"failed": f"its result could not be recorded ({execute.sentence(err)}); this is a bug in the grader"}
     return result
@@ -241,6 +245,7 @@ def _flush_quietly(course, recorder: Recorder, results: list, say: bool = True) 
     except NotRecorded as err:
         if say:
             print(f"The last results were not recorded: {err}; the next run grades them again.", file=sys.stderr)
+    recorder.settle()
     lost = set(recorder.keys)  # queued, never committed: nobody reads a half-done record
     for student, name in lost:
         _unrecord(course, {"student": student, "notebook": name})
