@@ -105,26 +105,27 @@ def save(course, student: str, notebook: str, result: dict) -> None:
     path.write_text(json.dumps(result, indent=1))
 
 
-def load_all(course) -> dict[str, dict[str, dict]]:
-    """{student: {notebook: stored result}} for every graded notebook of the class."""
+def load_all(course):
+    """(student, {notebook: stored result}) for every student of the class with a graded notebook, in order,
+    one student at a time (a class of 10,000 is never held in memory at once)."""
     students, _ = course.students()
-    out = {}
     for student in students:
+        stored = {}
         for name in course.releases:
             try:
-                out.setdefault(student, {})[name] = json.loads(result_path(course, student, name).read_text())
+                stored[name] = json.loads(result_path(course, student, name).read_text())
             except (OSError, ValueError):
                 pass
-    return out
+        if stored:
+            yield student, stored
 
 
 def summary(course, results: list, failed: list, notes: list[str], out=None) -> None:
     """Write the three CSV files and the class report; print one screen of summary."""
-    graded = load_all(course)
     names = list(course.releases)
     tests = [(n, g) for n in names for g in course.releases[n].grade_cells]
     rows, mistakes, passed, handed_in = [], defaultdict(set), Counter(), Counter()
-    for student, per_nb in sorted(graded.items()):
+    for student, per_nb in load_all(course):
         row = {"student": student}
         for name in names:
             res = per_nb.get(name)

@@ -134,7 +134,7 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
                 job["error"] = result["failed"]
                 failed.append(job)
             else:
-                results.append((job, result))
+                results.append((job, _kept(result)))
             progress.step()
             stop.check()
         _flush_or_stop(course, recorder, stop)
@@ -169,6 +169,12 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
               f"Per notebook in this process: recording {recorder.cost()}; all its CPU "
               f"{_own_cpu() / len(results) * 1000:.1f} ms.")
     return EXIT_FAILED if failed else 0
+
+
+def _kept(result: dict) -> dict:
+    """What the run keeps of a recorded result until its end (the result itself is on disk): a class's worth
+    of whole results would grow the coordinator's memory with the class."""
+    return {"status": result.get("status"), "notes": result.get("notes", [])}
 
 
 def _own_cpu() -> float:
