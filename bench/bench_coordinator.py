@@ -159,6 +159,7 @@ def child(spec: dict) -> None:
     def recorded(*args, **kwargs):  # the summary starts once every grade is committed and stamped
         marks["recorded"], marks["cpu_recorded"], marks["thread_cpu_recorded"] = (time.monotonic(), _cpu(),
                                                                                   time.thread_time())
+        marks["peak_recorded_kb"] = _rss_kb("VmHWM")
         return summary(*args, **kwargs)
 
     summary = run.report.summary
@@ -177,6 +178,9 @@ def child(spec: dict) -> None:
         sys.stdout = saved
     end = time.monotonic()
     times = replay.times
+    if "recorded" not in marks:  # (the run stopped before its summary: its status says why)
+        Path(spec["out"]).write_text(json.dumps({"status": status}))
+        return
     Path(spec["out"]).write_text(json.dumps({
         "status": status, "notebooks": len(times), "misses": replay.misses,
         "recording": next((line for line in screen.getvalue().splitlines() if "Per notebook in this process" in line), ""),
@@ -185,7 +189,8 @@ def child(spec: dict) -> None:
         "cpu_grading_s": marks["cpu_recorded"] - marks["cpu_planned"], "cpu_s": _cpu() - cpu0,
         "thread_cpu_grading_s": marks["thread_cpu_recorded"] - marks["thread_cpu_planned"],
         "cpu_planning_s": marks["cpu_planned"] - cpu0,
-        "rss_planned_kb": marks["rss_planned_kb"], "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+        "rss_planned_kb": marks["rss_planned_kb"], "peak_recorded_kb": marks["peak_recorded_kb"],
+        "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 
 
 def _cpu() -> float:
@@ -214,6 +219,7 @@ def grader_at(commit: str, dest: Path) -> Path:
 
 def subset(full: Path, dest: Path, students: int) -> Path:
     """A course of the first ``students`` students of ``full`` (their files hard-linked: no copy)."""
+    shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for entry in ("exercises", "nbgrader_config.py", "gradebook.db"):
         (shutil.copytree if (full / entry).is_dir() else shutil.copy)(full / entry, dest / entry)
@@ -323,35 +329,42 @@ def whole_class(gradebooks: Gradebooks, kinds: list[str], course: Path, recorded
     print(f"\n### The whole class at once: {students} students x {len(kit.NOTEBOOKS)} notebooks, every result "
           f"ready (the coordinator's own pace)\n")
     print("| gradebook | grader | notebooks | planning (s) | grading phase (s) | recorded (nb/s) | CPU per notebook (ms): "
-          "the process, its main thread | summary and tables (s) | peak memory (MB) | goal: < 120 s and >= 500 nb/s "
+          "the process, its main thread | summary and tables (s) | peak memory (MB): until recorded, with the summary "
+          "| goal: < 120 s and >= 500 nb/s "
           "| load |\n|---|---|---:|---:|---:|---:|---|---:|---:|---|---|")
     for kind in kinds:
         for label, code in codes.items():
             m = coordinate(course, gradebooks.fresh(kind, course), recorded, 0, 0.0, secret, code)
             met = m["grading_s"] < GOAL_S and rate(m) >= GOAL_RATE
             print(f"| {kind} | {label} | {m['notebooks']} | {m['planning_s']:.1f} | {m['grading_s']:.1f} | "
-                  f"{rate(m):.0f} | {cpu_ms(m)} | {m['summary_s']:.1f} | {m['peak_rss_kb'] / 1024:.0f} | "
+                  f"{rate(m):.0f} | {cpu_ms(m)} | {m['summary_s']:.1f} | {m['peak_recorded_kb'] / 1024:.0f}, "
+                  f"{m['peak_rss_kb'] / 1024:.0f} | "
                   f"{'met' if met else 'NOT met'} | {m['load']} |", flush=True)
         if m["misses"]:
             print(f"({m['misses']} results were not recorded for their bytes: the notebook's first recorded result "
                   "stood in)")
 
 
-def memory(gradebooks: Gradebooks, full: Path, work: Path, sizes: list[int], recorded: Path, secret: Path) -> None:
-    print("\n### Memory: the coordinating process's peak resident memory, sqlite, every result ready\n")
-    print("| students | notebooks | after planning (MB) | peak (MB) | load |\n|---|---:|---:|---:|---|")
-    points = []
+def memory(gradebooks: Gradebooks, full: Path, work: Path, sizes: list[int], recorded: Path, secret: Path,
+           codes: dict[str, Path | None]) -> None:
+    print("\n### Memory: the coordinating process's resident memory, sqlite, every result ready\n")
+    print("| grader | students | notebooks | after planning (MB) | peak until recorded (MB) | peak, summary included (MB) "
+          "| load |\n|---|---:|---:|---:|---:|---:|---|")
+    points = {label: [] for label in codes}
     for n in sizes:
         course = subset(full, work / f"size-{n}" / "course", n)
-        m = coordinate(course, gradebooks.fresh("sqlite", course), recorded, 0, 0.0, secret)
-        points.append((n, m["peak_rss_kb"] / 1024))
-        print(f"| {n} | {m['notebooks']} | {m['rss_planned_kb'] / 1024:.0f} | {m['peak_rss_kb'] / 1024:.0f} | "
-              f"{m['load']} |", flush=True)
+        for label, code in codes.items():
+            m = coordinate(course, gradebooks.fresh("sqlite", course), recorded, 0, 0.0, secret, code)
+            points[label].append((n, m["rss_planned_kb"] / 1024, m["peak_recorded_kb"] / 1024, m["peak_rss_kb"] / 1024))
+            print(f"| {label} | {n} | {m['notebooks']} | {m['rss_planned_kb'] / 1024:.0f} | "
+                  f"{m['peak_recorded_kb'] / 1024:.0f} | {m['peak_rss_kb'] / 1024:.0f} | {m['load']} |", flush=True)
         shutil.rmtree(course.parent)
-    if len(points) > 1:
-        (n0, r0), (n1, r1) = points[0], points[-1]
-        print(f"\nGrowth: {(r1 - r0) / (n1 - n0) * 1000:.1f} MB of peak memory per 1,000 students "
-              f"(from {n0} to {n1} students).")
+    for label, found in points.items():
+        if len(found) > 1:
+            (n0, *first), (n1, *last) = found[0], found[-1]
+            more = [f"{(b - a) / (n1 - n0) * 1000:.1f} MB" for a, b in zip(first, last)]
+            print(f"\n{label}: per 1,000 students more, {more[0]} more after planning, {more[1]} more at the peak "
+                  f"until recorded, {more[2]} more at the peak with the summary (from {n0} to {n1} students).")
 
 
 def main() -> None:
@@ -363,7 +376,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,2500,5000,10000", help="classes whose memory is measured")
     parser.add_argument("--gradebooks", default="sqlite,postgresql")
     parser.add_argument("--compare", action="append", default=[], metavar="COMMIT",
-                        help="also run the grader as it was at COMMIT (its mha_grader and mha_checks), interleaved")
+                        help="also run the grader as it was at COMMIT (its mha_grader and mha_checks), or the one in "
+                             "a folder, interleaved")
     parser.add_argument("--skip", default="", help="parts left out: sweep, class, memory (comma-separated)")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     args = parser.parse_args()
@@ -391,7 +405,8 @@ def main() -> None:
                   f"{time.perf_counter() - start:.0f} s", flush=True)
         print(f"{os.cpu_count()} cores, shared with other work: every figure is inflated by that load (see the load "
               "average beside each row)", flush=True)
-        codes = {"this tree": None, **{c: grader_at(c, work / f"grader-{c}") for c in args.compare}}
+        codes = {"this tree": None, **{c: Path(c) if Path(c).is_dir() else grader_at(c, work / f"grader-{c}")
+                                       for c in args.compare}}
         gradebooks = Gradebooks(work, pristine, "postgresql" in kinds)
         if "sweep" not in args.skip:
             sweep_course = subset(full, work / "sweep" / "course", args.sweep_students)
@@ -401,7 +416,7 @@ def main() -> None:
         if "class" not in args.skip:
             whole_class(gradebooks, kinds, full, recorded, secret, codes)
         if "memory" not in args.skip:
-            memory(gradebooks, full, work, [int(n) for n in args.sizes.split(",")], recorded, secret)
+            memory(gradebooks, full, work, [int(n) for n in args.sizes.split(",")], recorded, secret, codes)
     finally:
         if gradebooks is not None:
             gradebooks.close()

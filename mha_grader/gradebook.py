@@ -30,6 +30,7 @@ STOP_GRACE_S = 1.0  # once a stop is asked for, how much longer a call in progre
 POLL_S = 0.05
 CONNECT_S, STATEMENT_MS, LOCK_MS = 3, 3000, 2000  # PostgreSQL's own limits, inside ANSWER_S
 PING_S = 1.0  # while nothing is committed, an idle run still asks the database (SELECT 1) this often
+MAX_BATCH = 200  # notebooks in one transaction at most (what one commit may take stays well inside ANSWER_S)
 
 
 class Silent(RuntimeError):
@@ -92,10 +93,11 @@ class GradebookWriter:
         self.pending.append((student, notebook, tests))
 
     def commit(self) -> None:
-        """Start committing every queued notebook in one transaction, on the database thread, unless a commit
-        is under way (one at a time: what is queued meanwhile goes with the next). See :meth:`committed`."""
+        """Start committing the queued notebooks (MAX_BATCH at most) in one transaction, on the database thread,
+        unless a commit is under way (one at a time: what is queued meanwhile goes with the next). See
+        :meth:`committed`."""
         if self.inflight is None and self.pending:
-            batch, self.pending = self.pending, []
+            batch, self.pending = self.pending[:MAX_BATCH], self.pending[MAX_BATCH:]
             self.inflight = self._ask(self._commit, batch)
 
     def committed(self, wait: bool = False) -> list[tuple[str, str]]:
@@ -118,8 +120,10 @@ class GradebookWriter:
                 self._answered(self._ping)
             return []
         done = self.committed(wait=True)
-        self.commit()
-        return done + self.committed(wait=True)
+        while self.pending:
+            self.commit()
+            done += self.committed(wait=True)
+        return done
 
     def _ping(self) -> None:
         """(On the database thread) a query that needs the server's answer, and no transaction left open."""
