@@ -363,7 +363,7 @@ def memory(gradebooks: Gradebooks, full: Path, work: Path, sizes: list[int], rec
         if len(found) > 1:
             (n0, *first), (n1, *last) = found[0], found[-1]
             more = [f"{(b - a) / (n1 - n0) * 1000:.1f} MB" for a, b in zip(first, last)]
-            print(f"\n{label}: per 1,000 students more, {more[0]} more after planning, {more[1]} more at the peak "
+            print(f"\n{label}, per 1,000 more students: {more[0]} more after planning, {more[1]} more at the peak "
                   f"until recorded, {more[2]} more at the peak with the summary (from {n0} to {n1} students).")
 
 
@@ -378,7 +378,8 @@ def main() -> None:
     parser.add_argument("--compare", action="append", default=[], metavar="COMMIT",
                         help="also run the grader as it was at COMMIT (its mha_grader and mha_checks), or the one in "
                              "a folder, interleaved")
-    parser.add_argument("--skip", default="", help="parts left out: sweep, class, memory (comma-separated)")
+    parser.add_argument("--skip", default="", help="parts left out: sweep, class, memory, tree (this tree's grader: "
+                                                   "only those of --compare), comma-separated")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-coordinator-"))
@@ -405,8 +406,8 @@ def main() -> None:
                   f"{time.perf_counter() - start:.0f} s", flush=True)
         print(f"{os.cpu_count()} cores, shared with other work: every figure is inflated by that load (see the load "
               "average beside each row)", flush=True)
-        codes = {"this tree": None, **{c: Path(c) if Path(c).is_dir() else grader_at(c, work / f"grader-{c}")
-                                       for c in args.compare}}
+        codes = {**({} if "tree" in args.skip else {"this tree": None}),
+                 **{c: Path(c) if Path(c).is_dir() else grader_at(c, work / f"grader-{c}") for c in args.compare}}
         gradebooks = Gradebooks(work, pristine, "postgresql" in kinds)
         if "sweep" not in args.skip:
             sweep_course = subset(full, work / "sweep" / "course", args.sweep_students)
