@@ -3,11 +3,13 @@ each result as it arrives, then print the summary and write the class's tables.
 
 This is the room that plans and records; the backends execute (arrows point one way: run -> execute,
 run -> cluster -> execute). A run holds the course's lock (lock.py) from start to end. It stops when
-told: ctrl-C (SIGINT) or SIGTERM while it waits cancels the jobs not started and ends the running
-sandboxes; a signal that arrives while a result is being recorded takes effect once that record is
-complete. A result that cannot be recorded (the database is unreachable, the disk is full) stops the
-run the same way. Either way one line says what was graded and the command that resumes: a
-notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
+told (stopping.py): ctrl-C (SIGINT) or SIGTERM while it waits (for results, the database, the probe,
+planning) cancels the jobs not started and ends the running sandboxes; a signal that arrives while a
+result is being recorded takes effect once that record is complete. A result that cannot be recorded
+(the database is unreachable or silent, the disk is full), a Dask scheduler that went away and a
+cluster left with no worker of this version stop the run the same way. Each time one line says what
+happened, what to do, what was graded and the command that resumes (the one typed, passwords masked):
+a notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
 """
 import errno
 import gc
