@@ -22,6 +22,7 @@ Every student-controlled string goes through text.for_terminal or text.for_csv o
 """
 import csv
 import json
+import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -159,12 +160,15 @@ def summary(course, results: list, failed: list, notes: list[str], out=None) -> 
 
 
 def _write(path, fields: list[str], rows: list[dict]) -> None:
-    """A CSV file whose every cell is safe (text.for_csv: one printable line, no formula)."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    """A CSV file whose every cell is safe (text.for_csv: one printable line, no formula), replaced whole (a run
+    stopped while it is written leaves the last one)."""
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for row in rows:
             writer.writerow({k: for_csv(v, 200_000 if k == "who" else 2000) for k, v in row.items()})
+    os.replace(partial, path)
 
 
 def screen(totals: list[float], possible: float, mistake_rows: list[dict], results: list, failed: list,

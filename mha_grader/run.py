@@ -161,7 +161,12 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
     notes += _changed_during_the_run(results)
     seconds = progress.elapsed()
     try:
-        report.summary(course, results, failed, notes)
+        with stop.waiting():  # (reading a large class's stored results takes a while)
+            report.summary(course, results, failed, notes)
+    except Stopped:
+        print(f"Stopped by {stop.name()} while the class's tables were written; every grade is recorded. Write the "
+              f"tables again with: {resume}", file=sys.stderr)
+        return stop.status()
     except OSError as err:
         print(f"The summary was not written: {_not_recorded(err, course)}. Every grade is recorded; rerun to "
               f"write the tables: {resume}", file=sys.stderr)
