@@ -71,6 +71,7 @@ class Dask:
         self.address = self.client.scheduler.address
         self.resource = f"mha-grader-{execute.fingerprint()}"
         self.next_check, self.admitted, self.admitted_at = 0.0, [], None  # see _alive
+        self.lost = False  # the scheduler went away or did not answer: it is asked nothing more
         self.jobs: dict = {}  # task key -> the student's jobs
         self.planned: set = set()  # (student, notebook) of every job submitted
         self.pending: set = set()  # submitted, not yet given back
@@ -160,10 +161,14 @@ class Dask:
 
     def _asked(self, method, *args, **kwargs):
         """A call to the scheduler (``method`` a coroutine of the client's) answered within ANSWER_S, or
-        SchedulerLost."""
+        SchedulerLost (and the scheduler is asked nothing more: ``self.lost``)."""
+        if self.lost or self.client.status != "running":
+            self.lost = True
+            raise execute.SchedulerLost(self._lost())
         try:
             return self.client.sync(method, *args, callback_timeout=ANSWER_S, **kwargs)
         except (OSError, TimeoutError, CancelledError) as err:
+            self.lost = True
             raise execute.SchedulerLost(self._lost() if self.client.status != "running" else
                                         f"the Dask scheduler at {self.address} did not answer within {ANSWER_S} s "
                                         f"({execute.sentence(err)}); see that it runs and is not overloaded, or "
@@ -184,8 +189,6 @@ class Dask:
         known, the scheduler is gone or does not answer)."""
         self.waiting, self.stopped = iter(()), True
         try:
-            if self.client.status != "running":
-                return None
             self._asked(self.client._cancel, list(self.pending), reason="grading stopped")
             ended = self._asked(self.client._run, stop_run, self.run_id, on_error="return")
         except execute.SchedulerLost:
@@ -194,12 +197,15 @@ class Dask:
 
     def close(self) -> None:
         """Close the client (and the LocalCluster started here), also when the scheduler is gone."""
-        if not self.stopped and self.client.status == "running":
+        if not self.stopped:
             try:  # (a stopped run's stop stays set on the workers, a few bytes: a task may still be ending)
                 self._asked(self.client._run, forget_run, self.run_id, on_error="return")
             except execute.SchedulerLost:
                 pass
-        self.client.close(timeout=ANSWER_S)
+        try:
+            self.client.close(timeout=1 if self.lost else ANSWER_S)
+        except (OSError, TimeoutError):  # a scheduler that does not answer: the connection is simply dropped
+            pass
         if self.cluster is not None:
             self.cluster.close()
 

@@ -637,20 +637,28 @@ def own_dask(tmp_path):
         subprocess.run([*script, "stop", str(folder)], capture_output=True, timeout=300)
 
 
-def test_the_scheduler_killed_mid_run_ends_it_in_one_sentence(course, own_dask):
-    """SIGKILL to the scheduler while a slow student's sandbox runs on the worker: the run says so at once,
-    the worker ends its sandboxes as it closes, and the rerun (threads here) grades exactly the rest."""
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "frozen"])
+def test_the_scheduler_killed_or_frozen_mid_run_ends_it_in_one_sentence(course, own_dask, sig):
+    """SIGKILL (or SIGSTOP) to the scheduler while a slow student's sandbox runs on the worker: the run says so
+    within seconds; a killed scheduler's worker ends its sandboxes as it closes (a frozen one's end at their
+    time limit); the rerun (threads here) grades exactly the rest."""
     run = subprocess.Popen(command(course, *PATIENT, "--scheduler", own_dask["scheduler"]), env=env(course),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: graded(course) >= len(FAST) * len(kit.NOTEBOOKS) and sandboxes(),
              "the fast students' grades while a slow one runs")
     scheduler = next(p for p in own_dask["processes"] if p["name"] == "dask-scheduler")
-    os.killpg(scheduler["pid"], signal.SIGKILL)
-    out, err = ends_in_one_sentence(run, time.monotonic(), 7, f"Grading stopped: the Dask scheduler at "
-                                    f"{own_dask['scheduler']} closed the connection (it stopped or was killed); "
-                                    "start it again with its workers")
+    os.killpg(scheduler["pid"], sig)
+    try:
+        out, err = ends_in_one_sentence(run, time.monotonic(), 7, f"Grading stopped: the Dask scheduler at "
+                                        f"{own_dask['scheduler']} " + ("closed the connection (it stopped or was "
+                                                                       "killed); start it again with its workers"
+                                                                       if sig == signal.SIGKILL else
+                                                                       "did not answer within 5 s"))
+    finally:
+        if sig == signal.SIGSTOP:
+            os.killpg(scheduler["pid"], signal.SIGKILL)  # (its worker then closes, and ends its sandboxes)
     assert int(stop_line(err).group(1)) == graded(course) < JOBS
-    wait_for(lambda: not sandboxes(), "the worker to end its sandboxes as it closes", timeout=30)
+    wait_for(lambda: not sandboxes(), "the worker to end its sandboxes as it closes", timeout=60)
     rerun_grades_the_rest(course, graded(course))
 
 
