@@ -25,10 +25,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ProgrammingError
 
 
-ANSWER_S = 4.0     # the longest one call to the gradebook database may take before the run gives up on it
+ANSWER_S = 3.0  # how long the gradebook's thread may wait on the database without working, within one call
+PROGRESS_CPU_S = 0.002  # the CPU it must use to count as working (a loaded machine slows it; a frozen server stops it)
+MAX_CALL_S = 60.0  # the longest one call may take, working or not
 STOP_GRACE_S = 1.0  # once a stop is asked for, how much longer a call in progress may take
 POLL_S = 0.05
-CONNECT_S, STATEMENT_MS, LOCK_MS = 3, 3000, 2000  # PostgreSQL's own limits, inside ANSWER_S
+CONNECT_S, STATEMENT_MS, LOCK_MS = 2, 2500, 2000  # PostgreSQL's own limits, inside ANSWER_S
 PING_S = 1.0  # while nothing is committed, an idle run still asks the database (SELECT 1) this often
 MAX_BATCH = 200  # notebooks in one transaction at most (what one commit may take stays well inside ANSWER_S)
 
@@ -44,7 +46,9 @@ class GradebookWriter:
     def __init__(self, db_url: str, assignment: str, interrupted=lambda: False):
         self.interrupted, self.silent, self.answered_at = interrupted, "", time.monotonic()
         self.calls: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=_answer, args=(self.calls,), daemon=True, name="mha-gradebook").start()
+        thread = threading.Thread(target=_answer, args=(self.calls,), daemon=True, name="mha-gradebook")
+        thread.start()
+        self.clock = time.pthread_getcpuclockid(thread.ident)  # the CPU time of that thread alone
         db_url = with_timeouts(db_url)
         course_id = self._answered(_released_under, db_url, assignment)
         if course_id is None:
@@ -71,14 +75,17 @@ class GradebookWriter:
 
     def _wait(self, asked: "_Call", block: bool = True):
         """The value of a call handed to the database thread (its exception raised), waited for (without
-        ``block``, None while it runs); Silent once it has run more than ANSWER_S seconds, or STOP_GRACE_S
-        after a stop was asked for. A call given up on still holds the connection: nothing more is sent on it."""
-        deadline = asked.start + ANSWER_S
+        ``block``, None while it runs); Silent once the thread has waited ANSWER_S seconds on end without
+        working (less than PROGRESS_CPU_S of CPU: a thread slowed by a loaded machine still works, one blocked
+        on a frozen server does not), the call has run MAX_CALL_S, or STOP_GRACE_S after a stop was asked
+        for. A call given up on still holds the connection: nothing more is sent on it."""
         while not asked.done.wait(POLL_S if block else 0):
-            now = time.monotonic()
+            now, cpu = time.monotonic(), time.clock_gettime(self.clock)
+            if asked.cpu is None or cpu - asked.cpu >= PROGRESS_CPU_S:
+                asked.cpu, asked.working = cpu, now
             if self.interrupted():
                 asked.stop_by = min(asked.stop_by, now + STOP_GRACE_S)
-            if now >= min(deadline, asked.stop_by):
+            if now >= min(asked.working + ANSWER_S, asked.start + MAX_CALL_S, asked.stop_by):
                 self.silent = f"no answer within {now - asked.start:.0f} s"
                 raise Silent(self.silent)
             if not block:
@@ -228,6 +235,7 @@ class _Call:
     def __init__(self, call, args: tuple):
         self.call, self.args, self.box, self.done = call, args, {}, threading.Event()
         self.start, self.stop_by = time.monotonic(), float("inf")
+        self.cpu, self.working = None, self.start  # the database thread's CPU time when last seen working, and when
 
 
 def _answer(calls: queue.SimpleQueue) -> None:
