@@ -1,17 +1,21 @@
 """Grades into nbgrader's own gradebook (formgrader and `nbgrader export` keep working).
 
-Writes are batched: :meth:`GradebookWriter.record` queues one notebook's scores, :meth:`flush`
-commits every queued notebook in one transaction (one lookup of all their grade rows, one commit),
-and a caller flushes at the end and when it stops. A notebook counts as graded only once its batch is
-committed (the caller stamps it after :meth:`flush`), so a run stopped between two flushes loses
-nothing but the uncommitted batch, which the next run grades again. :meth:`close` commits nothing.
+Writes are batched: :meth:`GradebookWriter.record` queues one notebook's scores; :meth:`commit` starts
+committing what is queued (MAX_BATCH notebooks at most) in one transaction, one commit under way at a
+time, and :meth:`committed` says when it is done; :meth:`flush` commits all that is queued and waits.
+A notebook counts as graded only once its batch is committed (the caller stamps it then), so a run
+stopped between two commits loses nothing but what was not committed, which the next run grades again.
+:meth:`close` commits nothing.
 
-A database that stops answering cannot hold the run: every call to it is made by one thread of the
-writer's own and waited for at most ANSWER_S seconds (a frozen server accepts connections and answers
-nothing, and a blocked read ignores signals); the stop (ctrl-C) is honoured meanwhile. Past that the
-connection is abandoned (:class:`Silent`): nothing more is sent on it, and the batch it held is not
-stamped, so the next run grades it again. PostgreSQL also gets connect, statement and lock timeouts
-(a server that answers cancels what takes too long and releases its locks), sqlite a busy timeout.
+A database that stops answering cannot hold the run: every call to it is made by a thread of the
+writer's own, and the caller gives up once that thread has waited ANSWER_S seconds on end for a
+server without an answer (a frozen server accepts connections and answers nothing, and a blocked read
+ignores signals; the thread's own CPU time tells a call slowed by a loaded machine, which still works,
+from one that waits; a sqlite file, with no server to freeze, gets LOCAL_ANSWER_S for its disk's
+stalls). A stop (ctrl-C) gives a call in progress STOP_GRACE_S more. A call given up on leaves its
+connection as it is (:class:`Silent`): nothing more is sent on it, and the batch it held is not stamped.
+PostgreSQL also gets connect, statement and lock timeouts (a server that answers cancels what takes too
+long and releases its locks), sqlite a busy timeout.
 """
 import functools
 import queue
@@ -25,14 +29,15 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ProgrammingError
 
 
-ANSWER_S = 3.0  # how long the gradebook's thread may wait on the database without working, within one call
+ANSWER_S = 3.0  # how long the gradebook's thread may wait on a database server without working, within one call
+LOCAL_ANSWER_S = 30.0  # ... on a sqlite file (no server to freeze: the disk's own stalls are waited out)
 PROGRESS_CPU_S = 0.002  # the CPU it must use to count as working (a loaded machine slows it; a frozen server stops it)
 MAX_CALL_S = 60.0  # the longest one call may take, working or not
 STOP_GRACE_S = 1.0  # once a stop is asked for, how much longer a call in progress may take
 POLL_S = 0.05
 CONNECT_S, STATEMENT_MS, LOCK_MS = 2, 2500, 2000  # PostgreSQL's own limits, inside ANSWER_S
 PING_S = 1.0  # while nothing is committed, an idle run still asks the database (SELECT 1) this often
-MAX_BATCH = 200  # notebooks in one transaction at most (what one commit may take stays well inside ANSWER_S)
+MAX_BATCH = 500  # notebooks in one transaction at most (what one commit may take stays well inside ANSWER_S)
 
 
 class Silent(RuntimeError):
@@ -50,6 +55,7 @@ class GradebookWriter:
         thread.start()
         self.clock = time.pthread_getcpuclockid(thread.ident)  # the CPU time of that thread alone
         db_url = with_timeouts(db_url)
+        self.patience = LOCAL_ANSWER_S if make_url(db_url).get_backend_name() == "sqlite" else ANSWER_S
         course_id = self._answered(_released_under, db_url, assignment)
         if course_id is None:
             raise SystemExit(f"The gradebook {make_url(db_url).render_as_string(hide_password=True)} has no "
@@ -75,7 +81,7 @@ class GradebookWriter:
 
     def _wait(self, asked: "_Call", block: bool = True):
         """The value of a call handed to the database thread (its exception raised), waited for (without
-        ``block``, None while it runs); Silent once the thread has waited ANSWER_S seconds on end without
+        ``block``, None while it runs); Silent once the thread has waited ``self.patience`` seconds on end without
         working (less than PROGRESS_CPU_S of CPU: a thread slowed by a loaded machine still works, one blocked
         on a frozen server does not), the call has run MAX_CALL_S, or STOP_GRACE_S after a stop was asked
         for. A call given up on still holds the connection: nothing more is sent on it."""
@@ -85,7 +91,7 @@ class GradebookWriter:
                 asked.cpu, asked.working = cpu, now
             if self.interrupted():
                 asked.stop_by = min(asked.stop_by, now + STOP_GRACE_S)
-            if now >= min(asked.working + ANSWER_S, asked.start + MAX_CALL_S, asked.stop_by):
+            if now >= min(asked.working + self.patience, asked.start + MAX_CALL_S, asked.stop_by):
                 self.silent = f"no answer within {now - asked.start:.0f} s"
                 raise Silent(self.silent)
             if not block:
@@ -255,7 +261,7 @@ def with_timeouts(db_url: str) -> str:
     url = make_url(db_url)
     limits = {"postgresql": {"connect_timeout": str(CONNECT_S),
                              "options": f"-c statement_timeout={STATEMENT_MS} -c lock_timeout={LOCK_MS}"},
-              "sqlite": {"timeout": str(ANSWER_S - 1)}}.get(url.get_backend_name(), {})
+              "sqlite": {"timeout": str(LOCAL_ANSWER_S - 10)}}.get(url.get_backend_name(), {})
     missing = {k: v for k, v in limits.items() if k not in url.query}
     return url.update_query_dict(missing).render_as_string(hide_password=False) if missing else db_url
 
