@@ -241,6 +241,7 @@ class Gradebooks:
             if started.returncode:
                 sys.exit(f"PostgreSQL did not start:\n{started.stderr[-2000:]}")
             self.state = json.loads(started.stdout)
+            shutil.rmtree(work / "pg-release", ignore_errors=True)
             course = kit.make_course(work / "pg-release")
             released = kit.nbgrader(course, "generate_assignment", kit.ASSIGNMENT, "--force",
                                     f"--db={self.state['db_url']}", f"--CourseDirectory.course_id={kit.ASSIGNMENT}")
