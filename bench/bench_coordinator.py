@@ -241,13 +241,17 @@ class Gradebooks:
             if started.returncode:
                 sys.exit(f"PostgreSQL did not start:\n{started.stderr[-2000:]}")
             self.state = json.loads(started.stdout)
-            shutil.rmtree(work / "pg-release", ignore_errors=True)
-            course = kit.make_course(work / "pg-release")
-            released = kit.nbgrader(course, "generate_assignment", kit.ASSIGNMENT, "--force",
-                                    f"--db={self.state['db_url']}", f"--CourseDirectory.course_id={kit.ASSIGNMENT}")
-            if released.returncode:
-                sys.exit(f"releasing into PostgreSQL failed:\n{released.stdout[-2000:]}")
-            self._sql("CREATE DATABASE pristine TEMPLATE gradebook")
+            try:
+                shutil.rmtree(work / "pg-release", ignore_errors=True)
+                course = kit.make_course(work / "pg-release")
+                released = kit.nbgrader(course, "generate_assignment", kit.ASSIGNMENT, "--force",
+                                        f"--db={self.state['db_url']}", f"--CourseDirectory.course_id={kit.ASSIGNMENT}")
+                if released.returncode:
+                    sys.exit(f"releasing into PostgreSQL failed:\n{released.stdout[-2000:]}")
+                self._sql("CREATE DATABASE pristine TEMPLATE gradebook")
+            except BaseException:
+                self.close()  # (the caller has no Gradebooks to close yet)
+                raise
 
     def fresh(self, kind: str, course: Path) -> str:
         """The URL of a fresh, released gradebook of ``kind`` for ``course`` (whose run state is cleared)."""

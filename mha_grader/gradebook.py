@@ -1,8 +1,9 @@
 """Grades into nbgrader's own gradebook (formgrader and `nbgrader export` keep working).
 
 Writes are batched: :meth:`GradebookWriter.record` queues one notebook's scores; :meth:`commit` starts
-committing what is queued (MAX_BATCH notebooks at most) in one transaction, one commit under way at a
-time, and :meth:`committed` says when it is done; :meth:`flush` commits all that is queued and waits.
+committing what is queued (MAX_BATCH notebooks at most, LOCAL_MAX_BATCH in sqlite) in one transaction,
+one commit under way at a time, and :meth:`committed` says when it is done; :meth:`flush` commits all
+that is queued and waits.
 A notebook counts as graded only once its batch is committed (the caller stamps it then), so a run
 stopped between two commits loses nothing but what was not committed, which the next run grades again.
 :meth:`close` commits nothing.
@@ -37,7 +38,8 @@ STOP_GRACE_S = 1.0  # once a stop is asked for, how much longer a call in progre
 POLL_S = 0.05
 CONNECT_S, STATEMENT_MS, LOCK_MS = 2, 2500, 2000  # PostgreSQL's own limits, inside ANSWER_S
 PING_S = 1.0  # while nothing is committed, an idle run still asks the database (SELECT 1) this often
-MAX_BATCH = 500  # notebooks in one transaction at most (what one commit may take stays well inside ANSWER_S)
+MAX_BATCH = 500  # notebooks in one transaction at most (a server's work for one stays well inside ANSWER_S) ...
+LOCAL_MAX_BATCH = 2000  # ... in a sqlite file's (a commit's cost there is mostly its fsync, whatever its size)
 
 
 class Silent(RuntimeError):
@@ -55,7 +57,8 @@ class GradebookWriter:
         thread.start()
         self.clock = time.pthread_getcpuclockid(thread.ident)  # the CPU time of that thread alone
         db_url = with_timeouts(db_url)
-        self.patience = LOCAL_ANSWER_S if make_url(db_url).get_backend_name() == "sqlite" else ANSWER_S
+        local = make_url(db_url).get_backend_name() == "sqlite"
+        self.patience, self.max_batch = (LOCAL_ANSWER_S, LOCAL_MAX_BATCH) if local else (ANSWER_S, MAX_BATCH)
         course_id = self._answered(_released_under, db_url, assignment)
         if course_id is None:
             raise SystemExit(f"The gradebook {make_url(db_url).render_as_string(hide_password=True)} has no "
@@ -106,11 +109,11 @@ class GradebookWriter:
         self.pending.append((student, notebook, tests))
 
     def commit(self) -> None:
-        """Start committing the queued notebooks (MAX_BATCH at most) in one transaction, on the database thread,
+        """Start committing the queued notebooks (``max_batch`` at most) in one transaction, on the database thread,
         unless a commit is under way (one at a time: what is queued meanwhile goes with the next). See
         :meth:`committed`."""
         if self.inflight is None and self.pending:
-            batch, self.pending = self.pending[:MAX_BATCH], self.pending[MAX_BATCH:]
+            batch, self.pending = self.pending[:self.max_batch], self.pending[self.max_batch:]
             self.inflight = self._ask(self._commit, batch)
 
     def committed(self, wait: bool = False) -> list[tuple[str, str]]:
