@@ -71,6 +71,12 @@ $(SITE_NODE_STAMP):
 	cp $(SITE_NODE)/node_modules/mathjax-full/es5/output/chtml/fonts/woff-v2/*.woff $(SITE_MATH)/fonts/
 	touch $@
 
+.PHONY: bench-kit
+## bench-kit: install the student kit as HOWTO.md says (fresh venv, empty pip cache, PyPI) and print the time,
+## download and disk it took (needs make book; TORCH_WHEELS=dir takes torch's CPU wheel from a folder)
+bench-kit: $(STAMP)
+	$(BIN)/python bench/kit_install.py $(if $(TORCH_WHEELS),--torch-wheels $(TORCH_WHEELS))
+
 .PHONY: bench-keys
 ## bench-keys: key presses from page load to every focusable element of the built site (needs make book, make browser)
 bench-keys: $(STAMP) browser
@@ -97,8 +103,10 @@ GRADER := $(CURDIR)/$(BIN)/python -m mha_grader --course $(COURSE)
 .PHONY: secret probe
 grade: $(STAMP)
 	@test -f $(COURSE)/gradebook.db || $(MAKE) --no-print-directory release
-	MHA_GRADER_MAKE="$(CURDIR)" $(GRADER) grade $(ARGS)  # (the grader's resume hint: the make command)
-	cd $(COURSE) && $(NBGRADER) export
+	@# the grader rebuilds the make command from these when it prints how to resume; exit status 1: some
+	@# notebook could not be graded (each named): what was graded is exported all the same
+	@MHA_GRADER_MAKE="$(CURDIR)" MHA_GRADER_MAKE_FROM="$(PWD)" $(GRADER) grade $(ARGS); status=$$?; \
+	if [ $$status -le 1 ]; then cd $(COURSE) && $(NBGRADER) export || exit; fi; exit $$status
 
 ## secret: create the course secret the hidden test inputs are drawn from (once; kept outside the repository)
 secret: $(STAMP)

@@ -1,7 +1,8 @@
 """Build benchmark for the course site (a measurement, not a test).
 
 Times `jupyter-book build -W -n --keep-going .` in five situations and says which notebooks
-each build executed (from myst-nb's log: "Executing notebook" vs "Using cached notebook"):
+each build executed (from myst-nb's log: "Executing notebook" vs "Using cached notebook";
+site/parallel_execution.py logs the notebooks it runs ahead of myst-nb in the same words):
 
 1. cold: no _build (so no jupyter-cache either): every chapter is executed;
 2. no change: nothing to read, nothing executed;

@@ -64,7 +64,7 @@ def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, str, str]:
 def ours(course: Path, secret: Path, *options: str) -> tuple[float, str, str]:
     env = {**kit.env(), "MHA_GRADER_SECRET": str(secret), "PYTHONPATH": str(ROOT)}
     env.pop("MHA_GRADER_DB_URL", None)
-    return timed([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", *options], ROOT, env)
+    return timed([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", "--timing", *options], ROOT, env)
 
 
 def scores(course: Path) -> dict:
@@ -130,7 +130,7 @@ def recording_cost(graded: Path, scratch: Path) -> float:
     """Seconds the coordinating process spends recording one result, with nothing else running: every
     result of ``graded`` recorded again in a copy (the serial part of a run, whatever the workers)."""
     sys.path.insert(0, str(ROOT))
-    from mha_grader import course as course_mod, execute, feedback
+    from mha_grader import course as course_mod, feedback, notebooks
     from mha_grader.gradebook import GradebookWriter
     from mha_grader.recording import Recorder
 
@@ -141,9 +141,9 @@ def recording_cost(graded: Path, scratch: Path) -> float:
         student, name = path.parts[-3], path.name.removesuffix(".result.json")
         submitted = course.folder("submitted", student) / f"{name}.ipynb"
         job = {"student": student, "notebook": name, "path": str(submitted) if submitted.exists() else None,
-               "key": "bench"}
+               "stamp": {"key": "bench"}}
         result = json.loads(path.read_text())
-        nb, _ = execute.read(job)
+        nb = notebooks.read_submission(submitted)[0] if job["path"] else None
         result["feedback"] = feedback.render(course.releases[name], nb, result, student)  # done by the worker
         jobs.append((job, result))
     writer = GradebookWriter(course.db_url, course.assignment)

@@ -117,6 +117,10 @@ class Replay:
             self.times.append(time.monotonic())
             yield record, pickle.loads(blob)
 
+    def in_progress(self) -> list[tuple[str, float]]:
+        """(for the progress line) a simulated worker's job is not followed: none is named."""
+        return []
+
     def notes(self) -> list[str]:
         return []
 
@@ -168,7 +172,7 @@ def child(spec: dict) -> None:
     run.isolation_problems = lambda root: []  # no sandbox runs here: nothing to probe
     args = ap.Namespace(course=spec["course"], assignment=kit.ASSIGNMENT, student=[], notebook=[], force=False,
                         workers=max(1, spec["workers"]), scheduler="simulated", db_url=spec["db_url"],
-                        test_seconds=10.0, notebook_seconds=60.0, unsafe_no_sandbox=False)
+                        test_seconds=10.0, notebook_seconds=60.0, unsafe_no_sandbox=False, timing=True)
     start, cpu0 = time.monotonic(), _cpu()
     screen = io.StringIO()
     saved, sys.stdout = sys.stdout, screen  # (the summary screen)

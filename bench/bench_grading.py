@@ -13,7 +13,7 @@ For each exercise notebook, solved with the reference answer:
   (--unsafe-no-sandbox): what a notebook costs without the fork server;
 * stock: what plain `nbgrader autograde` spends on the same notebook inside one batch (from its
   timestamped log), on the course as it was before the grader (bench/stock.py);
-* rule: what the ready-made rule (mha_checks.admission.refusals, part of "sandboxed") spends on the
+* rule: what the ready-made rule (mha_checks.admission.admit, part of "sandboxed") spends on the
   notebook's program in the trusted process; its first call, which imports the admitted modules
   (torch among them) to resolve names, is measured apart.
 
@@ -71,10 +71,12 @@ def test_work(release, nb: dict, cases: dict) -> float:
 
 
 def rule(release, nb: dict) -> float:
-    """The ready-made rule on the notebook's program (its cells as the grader reads them)."""
+    """The ready-made rule on the notebook's cells as the grader reads them (what each test reaches,
+    judged; the cells to run, selected)."""
     cells = notebooks.program(release, nb).cells
+    calls = {g.id: {c.function for c in cases} for g, cases in cases_of(release).items()}
     start = time.perf_counter()
-    assert admission.refusals(cells) == []
+    assert admission.admit(cells, calls, trusted=len(release.setup)).refused == {}
     return time.perf_counter() - start
 
 
@@ -113,11 +115,11 @@ def hardening_costs(jobs: int) -> dict[str, float]:
 
 
 def syscall_cost(calls: int = 200_000, runs: int = 7) -> float:
-    """Seconds one system call (getppid) costs more under the filter: the fastest of ``runs`` timings
-    inside a sandbox with it, less the fastest without it, per call."""
+    """Seconds one system call (getpid, which the allowlist admits) costs more under the filter: the fastest
+    of ``runs`` timings inside a sandbox with it, less the fastest without it, per call."""
     timing = {"torch": False, "cells": [{"label": "c", "source": (
         "import os, time\ndef f():\n    start = time.perf_counter()\n"
-        f"    for _ in range({calls}):\n        os.getppid()\n    return time.perf_counter() - start\n")}],
+        f"    for _ in range({calls}):\n        os.getpid()\n    return time.perf_counter() - start\n")}],
         "tests": [{"id": "t", "cases": [{"function": "f", "names": [], "specs": []}]}]}
 
     def seconds(hardening) -> float:

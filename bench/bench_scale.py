@@ -68,7 +68,7 @@ def make_grade(course: Path, secret: Path) -> tuple[float, str, str, list[tuple[
     env.pop("MHA_GRADER_DB_URL", None)
     before = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.Popen(["make", "--no-print-directory", "grade", f"COURSE={course}"], cwd=ROOT, env=env,
+    proc = subprocess.Popen(["make", "--no-print-directory", "grade", f"COURSE={course}", "ARGS=--timing"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [(time.perf_counter() - start, line) for line in proc.stdout]
     wall = time.perf_counter() - start

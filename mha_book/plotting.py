@@ -2,10 +2,18 @@
 
 Call :func:`setup` once per notebook: figures then come out as SVG (sharp on any screen, text
 stays text) with fonts large enough to read on a phone. Show a figure with :func:`show`, which
-gives it its text alternative: :func:`describe` reads the figure's panels, axes and colour scale
-from the figure itself, and the chapter adds the point it makes, computed like any number. The
-text travels in the SVG's metadata (``dc:title``); the site puts it in the ``<img alt>``
-(site/course_site.py).
+
+* gives it its text alternative: :func:`describe` reads the figure's panels, axes and colour
+  scale from the figure itself, and the chapter adds the point it makes, computed like any number;
+* gives it a caption and a name: on the site it becomes a numbered figure ("Fig. 5.2") that the
+  text points at with ``{numref}`name```; the downloaded notebook prints the same caption under it;
+* refuses a figure drawn too wide for a phone: on a 390 px phone every figure is shrunk to the
+  text column (:data:`PHONE_COLUMN_PX`), and no label may end up below :data:`MIN_LABEL_PX`.
+  Figures are drawn for that width: at most :data:`FIGURE_WIDTH` inches, panels stacked in one or
+  two columns (:func:`plot_heads` does it).
+
+The text alternative, caption and name travel in the SVG's metadata (``dc:title``,
+``dc:description``, ``dc:identifier``); the site reads them there (site/figures.py).
 """
 import io
 import re
@@ -13,6 +21,14 @@ from collections import defaultdict
 
 import numpy as np
 import matplotlib.pyplot as plt
+
+#: The width, in CSS px, that the course site gives a cell's figure on a 390 px wide phone
+#: (measured): every wider figure is shrunk to it there.
+PHONE_COLUMN_PX = 342
+#: The smallest label size, in CSS px, that a figure may show on that phone (body text is 16 px).
+MIN_LABEL_PX = 10.0
+#: The widest figure, in inches, whose 10 pt labels (legends) stay above MIN_LABEL_PX there.
+FIGURE_WIDTH = 4.6
 
 STYLE = {
     "font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 11,
@@ -70,12 +86,13 @@ def heatmap(ax, weights, query_tokens=None, key_tokens=None, title=None, annotat
     return image
 
 
-def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=4, annotate=False, size=2.6,
+def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=2, annotate=False, size=None,
                vmax=1.0):
     """A grid of heatmaps, one per head, for weights shaped (h, T_q, T_k), with one colour bar.
 
-    Every head shares the colour scale [0, vmax]; ``vmax=None`` takes the largest weight of all
-    heads (still one scale for the whole grid).
+    Drawn for a phone: ``ncols`` panels a row (2 by default), the grid :data:`FIGURE_WIDTH` wide,
+    the colour bar underneath. Every head shares the colour scale [0, vmax]; ``vmax=None`` takes
+    the largest weight of all heads (still one scale for the whole grid).
     """
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 3:
@@ -84,7 +101,8 @@ def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=4
     h = weights.shape[0]
     ncols = min(ncols, h)
     nrows = -(-h // ncols)  # ceiling division
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 1.0, size * nrows), squeeze=False,
+    size = (FIGURE_WIDTH - 0.2) / ncols if size is None else size   # square panels filling the width
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 0.2, size * nrows + 0.9), squeeze=False,
                              layout="constrained")
     titles = titles or [f"head {i + 1}" for i in range(h)]
     for ax, w, title in zip(axes.flat, weights, titles):
@@ -96,7 +114,7 @@ def plot_heads(weights, query_tokens=None, key_tokens=None, titles=None, ncols=4
             ax.set_xlabel("")
         if not ax.get_subplotspec().is_first_col():
             ax.set_ylabel("")
-    fig.colorbar(image, ax=axes, shrink=0.8 if nrows > 1 else 1.0, label="attention weight")
+    fig.colorbar(image, ax=axes, location="bottom", shrink=0.8, aspect=30, label="attention weight")
     return fig
 
 
@@ -147,16 +165,59 @@ def describe(fig) -> str:
     return title + "; ".join(parts) + "."
 
 
-def show(fig, point: str) -> None:
+_TEXT = re.compile(r"<text\b.*?</text>", re.S)
+_FONT = re.compile(r"font(?:-size)?:\s*([\d.]+)px")
+_WIDTH = re.compile(r'<svg[^>]*\bwidth="([\d.]+)pt"')
+
+
+def label_sizes(svg: str) -> tuple[float, list[float]]:
+    """(width, size of each label) of a matplotlib SVG, both in its user unit, the point.
+
+    A label is a ``<text>``; its size is its largest font (a formula's sub- and superscripts are
+    smaller tspans of the same label).
+    """
+    sizes = [max(map(float, _FONT.findall(text))) for text in _TEXT.findall(svg) if _FONT.search(text)]
+    return float(_WIDTH.search(svg).group(1)), sizes
+
+
+def phone_label_px(svg: str) -> float:
+    """The smallest label of an SVG figure, in CSS px, once shrunk to PHONE_COLUMN_PX."""
+    width_pt, sizes = label_sizes(svg)
+    scale = min(1.0, PHONE_COLUMN_PX / (width_pt * 96 / 72))        # a figure is never enlarged
+    return min(sizes, default=float("inf")) * 96 / 72 * scale
+
+
+def show(fig, point: str, *, caption: str | None = None, name: str | None = None) -> None:
     """Display ``fig`` as SVG with its text alternative: :func:`describe` plus ``point``, the
-    sentence (computed in the cell) that says what the reader should see in it."""
+    sentence (computed in the cell) that says what the reader should see in it.
+
+    ``caption`` (a sentence, ``$...$`` for maths) and ``name`` (``"fig-cost"``) make it a
+    numbered figure on the site, which the text cites with ``{numref}`fig-cost```. A figure whose
+    labels would shrink below :data:`MIN_LABEL_PX` on a phone is refused (ValueError).
+    """
     from IPython.display import SVG, display
 
+    if caption is not None and not (name and re.fullmatch(r"[a-z][a-z0-9-]*", name)):
+        raise ValueError(f"name: a figure with a caption needs a name such as 'fig-cost' (lower case, "
+                         f"digits, hyphens), so that the text can cite it; got {name!r}.")
     alt = f"{describe(fig)} {point.strip()}"
+    metadata = {"Title": alt, "Date": None}
+    if caption is not None:
+        metadata.update(Description=" ".join(caption.split()), Identifier=name)
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Title": alt, "Date": None})
+    with plt.rc_context({"svg.fonttype": "none"}):     # text stays text: its size can be checked
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata=metadata)
+    width_in = fig.get_size_inches()[0]
     plt.close(fig)
-    display(SVG(buffer.getvalue()))
+    svg = buffer.getvalue()
+    smallest = phone_label_px(svg)
+    if smallest < MIN_LABEL_PX:
+        raise ValueError(
+            f"figure too wide for a phone: drawn {width_in:.1f} in wide, its smallest label shrinks to "
+            f"{smallest:.1f} CSS px on a 390 px phone (at least {MIN_LABEL_PX:g} px). Draw it at most "
+            f"{FIGURE_WIDTH} in wide (plotting.FIGURE_WIDTH): stack the panels (plot_heads(..., ncols=2), "
+            "plt.subplots(n, 1)).")
+    display(SVG(svg))
 
 
 # --- the layer's architecture, drawn with the shapes of a real run ---

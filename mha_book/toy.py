@@ -9,11 +9,13 @@ letters; at every position t >= 1 the model answers two questions,
 Both answers sit at other positions, at different offsets, so the natural solution gives each
 question its own head. The model is a causal, attention-only transformer built from
 :class:`mha_lib.MultiHeadAttention`: token + position embeddings, ``num_layers`` residual
-attention layers, then one linear read-out per question.
+attention layers, then one linear read-out that scores the letters for both questions (its
+``2 * vocab`` outputs are two sets of letter scores, one per question).
 
 Everything is seeded: :func:`train` returns the same weights every time it is called with the
 same :class:`ToyConfig`. The default run takes a couple of seconds on one CPU core.
 """
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -43,18 +45,42 @@ class ToyConfig:
 def make_batch(n: int, cfg: ToyConfig, gen: torch.Generator) -> tuple[Tensor, Tensor]:
     """Random sequences and their answers: tokens (n, T), targets (n, T-1, 2) for t = 1..T-1."""
     x = torch.randint(cfg.vocab, (n, cfg.seq_len), generator=gen)  # (n, T)
+    return x, answers(x)
+
+
+def answers(x: Tensor) -> Tensor:
+    """The two answers at every position t = 1..T-1 of sequences x (n, T): (n, T-1, 2)."""
     prev = x[:, :-1]                                               # (n, T-1): letter at t-1
-    first = x[:, :1].expand(-1, cfg.seq_len - 1)                   # (n, T-1): letter at 0
-    return x, torch.stack([prev, first], dim=-1)                   # (n, T-1, 2)
+    first = x[:, :1].expand(-1, x.shape[1] - 1)                    # (n, T-1): letter at 0
+    return torch.stack([prev, first], dim=-1)                      # (n, T-1, 2)
 
 
-def test_set(cfg: ToyConfig, n: int = 2000, seed: int = 1234) -> tuple[Tensor, Tensor]:
-    """A fixed held-out set, drawn from its own generator."""
-    return make_batch(n, cfg, torch.Generator().manual_seed(seed))
+def training_draws(cfg: ToyConfig) -> Tensor:
+    """Every sequence :func:`train` draws for ``cfg``, in order: (steps * batch, T).
+
+    The batches come from a generator of their own, so replaying it gives them without training.
+    """
+    gen = torch.Generator().manual_seed(cfg.seed)
+    return torch.cat([make_batch(cfg.batch, cfg, gen)[0] for _ in range(cfg.steps)])
+
+
+def test_set(cfg: ToyConfig, n: int = 2000, seed: int = 1234,
+             unseen_by: Iterable[ToyConfig] | None = None) -> tuple[Tensor, Tensor]:
+    """n held-out sequences from their own generator, none of them drawn in training.
+
+    A sequence that the training runs of ``unseen_by`` (default: ``cfg`` alone) drew is skipped,
+    and the generator draws on until n are kept. Returns tokens (n, T) and answers (n, T-1, 2).
+    """
+    seen = {tuple(s) for c in (unseen_by or [cfg]) for s in training_draws(c).tolist()}
+    gen, kept = torch.Generator().manual_seed(seed), []
+    while len(kept) < n:
+        kept += [s for s in make_batch(n, cfg, gen)[0].tolist() if tuple(s) not in seen]
+    x = torch.tensor(kept[:n])                                      # (n, T)
+    return x, answers(x)
 
 
 class ToyModel(nn.Module):
-    """Embeddings -> num_layers x (h = h + MHA(h), causal) -> two read-outs."""
+    """Embeddings -> num_layers x (h = h + MHA(h), causal) -> one read-out, letter scores per question."""
 
     def __init__(self, cfg: ToyConfig):
         super().__init__()

@@ -120,7 +120,7 @@ def _svg(matrix, query, key, vmin, vmax, digits, label):
             if show_values:
                 ink = "black" if v > vmin + 0.6 * (vmax - vmin) else "white"
                 out.append(f'<text x="{left + cell * j + cell / 2:g}" y="{top + cell * i + cell / 2:g}" '
-                           f'text-anchor="middle" dominant-baseline="central" font-size="9" '
+                           f'text-anchor="middle" dominant-baseline="central" font-size="10" '
                            f'fill="{ink}" pointer-events="none">{v:.2f}</text>')
     out.append("</svg>")
     return "".join(out)
@@ -153,8 +153,14 @@ def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None
                      else group_names, n_groups, "group_names")
     if vmax is None:
         vmax = 1.0 if (w.min() >= 0.0 and w.max() <= 1.0) else float(w.max())
-    vmin, vmax = float(vmin), float(vmax)
-    if not vmax > vmin:
+    vmin = float(vmin)
+    if np.ndim(vmax) == 1:          # one scale per group: each group's maps as on its own figure
+        vmax = [float(v) for v in vmax]
+        if len(vmax) != n_groups:
+            raise ValueError(f"vmax: {len(vmax)} scales for {n_groups} groups (give one number, or one per group).")
+    else:
+        vmax = float(vmax)
+    if not min(np.atleast_1d(vmax)) > vmin:
         raise ValueError(f"vmax ({vmax}) must be larger than vmin ({vmin}).")
 
     spec = {
@@ -176,7 +182,7 @@ def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None
                .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     first = f"{heads[0]}" + (f", {groups[0]}" if n_groups > 1 else "")
     caption = (f"{html.escape(title)} &#8212; " if title else "") + html.escape(first)
-    static = _svg(w[0, 0], _first(query), _first(key), vmin, vmax, int(digits),
+    static = _svg(w[0, 0], _first(query), _first(key), vmin, np.atleast_1d(vmax)[0], int(digits),
                   f"Attention weights, {first}; rows are queries, columns are keys")
     return (
         '<div class="head-selector" data-head-selector-version="1">'
@@ -209,7 +215,9 @@ def head_selector_html(weights, query_tokens, key_tokens=None, head_names=None, 
     group_names, group_label :
         Names for the first axis of 4-D weights (default ``Example 1``, ``Example 2``, ...).
     vmin, vmax : float
-        Colour scale; ``vmax`` defaults to 1 for weights in [0, 1], else to their maximum.
+        Colour scale; ``vmax`` defaults to 1 for weights in [0, 1], else to their maximum. A list
+        of ``vmax``, one per group, gives each group its own scale (the legend follows the group):
+        show each map on the scale of the figure it also appears in.
     digits : int
         Decimals kept in the page (3 by default; the page stores every number).
 

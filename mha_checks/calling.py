@@ -14,16 +14,21 @@ transposed view: an argument that is a view reaches the student's function as on
 weights of a ``torch.nn.MultiheadAttention``, handed to the student as :class:`MhaStandIn`),
 ``{"$other": type}``.
 
-Nothing here decides a grade or guards anything: what a call returns is judged outside, and
-whether the code may run at all is decided before, from its source (:mod:`mha_checks.admission`).
+Nothing here decides a grade or guards anything: what a call returns is judged outside, whether
+it changed its arguments is seen by its caller (the arguments are memory the caller compares, or
+cannot be changed: see "The arguments of a case" below), and whether the code may run at all is
+decided before, from its source (:mod:`mha_checks.admission`).
 """
 import base64
+import functools
+import itertools
 import sys
 import traceback
 
 import numpy as np
 
 MAX_ELEMENTS = 1_000_000  # a result larger than this is not carried back
+MAX_VALUES = 20_000       # numbers, strings, arrays and lists in one result (the largest answer has ~1,200)
 DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 NOT_A_MODULE = ("mha holds the weights of a torch.nn.MultiheadAttention, nothing more: calling the module (its "
                 "forward) would be a ready-made answer, so here it computes nothing. Compute the attention "
@@ -70,6 +75,11 @@ def decode_array(spec: dict) -> np.ndarray:
 
 def encode(value, depth: int = 0):
     """A returned value as plain data (tensors detached, sequences kept as lists or tuples)."""
+    if isinstance(value, ArgumentArray | ArgumentList):  # an argument given back: what it holds
+        value = value.view(np.ndarray) if isinstance(value, ArgumentArray) else list(value)
+    elif argument_tensor_class.cache_info().currsize and isinstance(value, argument_tensor_class()):
+        import torch
+        value = value.as_subclass(torch.Tensor)
     if depth > 4:
         return {"$other": "a value nested too deep"}
     if value is None or isinstance(value, bool | int | float | str):
@@ -110,6 +120,23 @@ def _bfloat16_as_float16(tensor) -> np.ndarray:
     return a.astype(np.float16) if finite.max(initial=0.0) < 65504 else a
 
 
+def at_most(value, cap: int = MAX_VALUES) -> bool:
+    """Whether plain data ``value`` holds at most ``cap`` values (counted without recursion, looking at no
+    more than cap + 1 of them: linear in the cap, whatever ``value`` holds)."""
+    todo, count = [value], 0
+    while todo:
+        item = todo.pop()
+        count += 1
+        if count > cap:
+            return False
+        if isinstance(item, list | dict):
+            todo += itertools.islice(item.values() if isinstance(item, dict) else item, cap + 1)
+    return True
+
+
+TOO_MANY_VALUES = {"$other": f"a value of more than {MAX_VALUES} numbers, arrays and lists"}
+
+
 def decode(value):
     """The inverse of :func:`encode` for the trusted side: arrays stay NumPy (a tensor is marked)."""
     if isinstance(value, list):
@@ -139,39 +166,275 @@ class Other(str):
 
 
 # --------------------------------------------------------------------------------------------
-# Building the arguments of a case on the student's side
+# The arguments of a case, as the student's function receives them
 # --------------------------------------------------------------------------------------------
+#
+# Everything a function receives is either memory the caller compares after the call (the elements of
+# every array and tensor, laid out by a Layout: the grader's harness lays them out in memory it shares
+# with the process that calls the function, and compares them in its own process), or a value that
+# cannot be changed in place: numbers, strings, None; a list argument (ArgumentList), mha and its
+# out_proj (their attributes cannot be set), an array's or a tensor's shape, strides and dtype
+# (ArgumentArray, ArgumentTensor). An attempt to change one raises ArgumentChanged, which the judge names
+# as a change in place. So whether a call changed its arguments is never the calling process's word.
+
+ALIGN = 64  # each array's place in a layout starts at a multiple of this
+
+
+class ArgumentChanged(TypeError):
+    """The function tried to change in place an argument that is handed over unchangeable (a list, mha, an
+    array's shape): the caller's argument would have changed. The message starts with the argument's name."""
+
+
+def _changed(name: str, what: str):
+    raise ArgumentChanged(f"`{name}` is the caller's, and {what} would change it in place: a function must leave "
+                          f"its arguments as it found them (work on a copy, or compute new values)")
+
+
+class Layout:
+    """A case's arrays laid out in one buffer, with a copy of what was put there: the call changed an argument
+    in place when the bytes at its place differ afterwards (:meth:`changed`)."""
+
+    def __init__(self, memory):
+        self.memory = memory  # a writable buffer: an mmap shared with the calling process, or a bytearray
+        self.placed: list[tuple[str, int, bytes]] = []  # (argument name, offset, the bytes put there)
+        self.end = 0
+
+    @staticmethod
+    def size(spec) -> int:
+        """The bytes the arrays of ``spec`` (a case's specs, or one of them) take in a layout."""
+        if isinstance(spec, list):
+            return sum(Layout.size(s) for s in spec)
+        if not isinstance(spec, dict):
+            return 0
+        if "$array" in spec:
+            a = spec["$array"]
+            return -(-int(np.prod(a["shape"])) * np.dtype(a["dtype"]).itemsize // ALIGN) * ALIGN
+        return sum(Layout.size(v) for v in spec.values())
+
+    def lay_out(self, names: list[str], specs: list) -> list:
+        """``specs`` with every array's data replaced by its place in the memory."""
+        self.placed, self.end = [], 0
+        return [self._place(name, spec) for name, spec in zip(names, specs)]
+
+    def _place(self, name: str, spec):
+        if isinstance(spec, list):
+            return [self._place(name, s) for s in spec]
+        if not isinstance(spec, dict):
+            return spec
+        if "$array" in spec:
+            order = spec["$array"].get("order")  # a view: its memory laid out in the stored order
+            array = decode_array(spec["$array"])
+            stored = array if order is None else array.transpose([int(i) for i in order])
+            data = np.ascontiguousarray(stored).tobytes()
+            if self.end + len(data) > len(self.memory):
+                raise ValueError(f"a case's arrays exceed the memory laid out for them ({len(self.memory)} bytes)")
+            self.memory[self.end:self.end + len(data)] = data
+            self.placed.append((name, self.end, data))
+            placed = {"dtype": array.dtype.name, "shape": list(stored.shape), "offset": self.end, "order": order}
+            self.end += -(-len(data) // ALIGN) * ALIGN
+            return {"$array": placed}
+        return {k: self._place(name, v) for k, v in spec.items()}  # $tensor, $mha and its weights
+
+    def view(self, spec: dict) -> np.ndarray:
+        """The array laid out at ``spec``'s place (in the calling process: the memory it shares)."""
+        dtype = np.dtype(spec["dtype"])
+        count = int(np.prod(spec["shape"]))
+        stored = np.frombuffer(self.memory, dtype, count, spec["offset"]).reshape(spec["shape"])
+        return stored if spec.get("order") is None else stored.transpose(np.argsort(spec["order"]))
+
+    def changed(self) -> set[str]:
+        """The arguments whose memory no longer holds what was put there."""
+        return {name for name, offset, data in self.placed if self.memory[offset:offset + len(data)] != data}
+
+
+def _refusing(attribute: str) -> property:
+    """ndarray's ``attribute`` (shape, strides, dtype), which cannot be set on the argument itself."""
+    base = getattr(np.ndarray, attribute)
+
+    def set_(self, value):
+        if self._argument is not None:
+            _changed(self._argument, f"setting its .{attribute}")
+        base.__set__(self, value)
+    return property(base.__get__, set_)
+
+
+class ArgumentArray(np.ndarray):
+    """An array argument: an ndarray whose own shape, strides and dtype cannot be set (its elements are the
+    caller's memory: writing them is seen there). Views of it and results computed from it are ordinary."""
+    _argument = None  # the argument's name, on the argument itself only
+    shape, strides, dtype = _refusing("shape"), _refusing("strides"), _refusing("dtype")
+
+    def resize(self, *args, **kwargs):
+        if self._argument is not None:
+            _changed(self._argument, ".resize")
+        return super().resize(*args, **kwargs)
+
+    def setflags(self, *args, **kwargs):
+        if self._argument is not None:
+            _changed(self._argument, ".setflags")
+        return super().setflags(*args, **kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        """Computed as on plain arrays (a sum is a number, not an array of this class); ``out=`` writes the
+        caller's memory, and gives back what was passed."""
+        plain = [i.view(np.ndarray) if isinstance(i, ArgumentArray) else i for i in inputs]
+        if out is not None:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, ArgumentArray) else o for o in out)
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        return (out[0] if len(out) == 1 else out) if out is not None else result
+
+    def __repr__(self):
+        return repr(self.view(np.ndarray))
+
+
+def argument_array(array: np.ndarray, name: str) -> ArgumentArray:
+    argument = array.view(ArgumentArray)
+    argument._argument = name
+    return argument
+
+
+TENSOR_CHANGES = ("as_strided_", "detach_", "requires_grad_", "resize_", "resize_as_", "resize_as_sparse_", "set_",
+                  "share_memory_", "sparse_resize_", "sparse_resize_and_clear_", "squeeze_", "swapaxes_", "swapdims_",
+                  "t_", "transpose_", "unsqueeze_", "rename_", "__setstate__")  # a tensor's in-place changes but its elements'
+TENSOR_SETTERS = ("data", "grad", "requires_grad", "names")
+
+
+@functools.cache
+def argument_tensor_class():
+    """ArgumentTensor (made on first use: this module imports torch only when a case needs it)."""
+    import torch
+
+    def refused(what: str):
+        def change(self, *args, **kwargs):
+            _changed(self._argument, f".{what}()")
+        return change
+
+    class ArgumentTensor(torch.Tensor):
+        """A tensor argument whose shape, strides, storage and attributes cannot be changed in place (its
+        elements are the caller's memory: writing them is seen there). Whatever is computed from it, views
+        included, is an ordinary tensor."""
+        _argument = "argument"
+        locals().update({what: refused(what) for what in TENSOR_CHANGES})
+
+        def __setattr__(self, attribute, value):
+            if attribute in TENSOR_SETTERS:
+                _changed(self._argument, f"setting its .{attribute}")
+            super().__setattr__(attribute, value)
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            what = getattr(func, "__name__", "")  # (the in-place changes called as torch.Tensor.<name>(x, ...))
+            if (what in TENSOR_CHANGES or what == "__set__") and args and isinstance(args[0], ArgumentTensor):
+                setter = getattr(getattr(func, "__self__", None), "__name__", "")
+                _changed(args[0]._argument, f"setting its .{setter}" if what == "__set__" else f".{what}()")
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **(kwargs or {}))
+
+        def __repr__(self, **kwargs):
+            return repr(self.as_subclass(torch.Tensor))
+
+    ArgumentTensor.__qualname__ = ArgumentTensor.__name__
+    return ArgumentTensor
+
+
+def argument_tensor(tensor, name: str):
+    argument = tensor.as_subclass(argument_tensor_class())
+    argument._argument = name
+    return argument
+
+
+class ArgumentList(tuple):
+    """A list argument (``w_heads``) as the function receives it: read like the caller's list (indexing,
+    slices, len, iteration, ``+``, ``copy()``, ``index``, ``count``), never changed in place (append, ``[i] =``,
+    ``+=``, sort, ... raise ArgumentChanged)."""
+
+    def __new__(cls, items, name: str = "argument"):
+        self = super().__new__(cls, items)
+        object.__setattr__(self, "_argument", name)
+        return self
+
+    def _refuse(self, *args, **kwargs):
+        _changed(self._argument, "changing the list")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    __hash__ = None  # (a list has none)
+
+    def __setattr__(self, attribute, value):
+        raise AttributeError(f"'list' object has no attribute {attribute!r}")
+
+    __delattr__ = __setattr__
+
+    def __getitem__(self, index):
+        got = super().__getitem__(index)
+        return list(got) if isinstance(index, slice) else got
+
+    def copy(self) -> list:
+        return list(self)
+
+    def __add__(self, other):
+        return list(self) + (list(other) if isinstance(other, ArgumentList) else other)
+
+    def __radd__(self, other):
+        return other + list(self)
+
+    def __mul__(self, n):
+        return list(self) * n
+
+    __rmul__ = __mul__
+
+    def __eq__(self, other):
+        return list(self) == (list(other) if isinstance(other, ArgumentList) else other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __repr__(self):
+        return repr(list(self))
+
 
 def fresh_array(spec: dict) -> np.ndarray:
     """The array of an ``$array`` spec, a copy of its own in the spec's layout (the default)."""
     return decode_array(spec)
 
 
-def build_argument(spec, make_array=fresh_array):
-    """A case's argument as the student's function receives it (fresh arrays every call).
+def build_argument(spec, make_array=fresh_array, name: str = "argument"):
+    """A case's argument as the student's function receives it (new objects every call; see above).
 
-    ``make_array``: turns an ``$array`` spec into the array passed (the grader's harness passes
-    views of memory that it shares with the process calling the function, and watches)."""
+    ``make_array``: turns an ``$array`` spec into the memory passed (:meth:`Layout.view` for laid-out specs)."""
     if isinstance(spec, list):
-        return [build_argument(s, make_array) for s in spec]
+        return ArgumentList([build_argument(s, make_array, name) for s in spec], name)
     if isinstance(spec, dict):
         if "$array" in spec:
-            return make_array(spec["$array"])  # fresh every call, in the case's own layout
+            return argument_array(make_array(spec["$array"]), name)
         if "$tensor" in spec:
             import torch
-            return torch.from_numpy(build_argument(spec["$tensor"], make_array))
+            return argument_tensor(torch.from_numpy(make_array(spec["$tensor"]["$array"])), name)
         if "$mha" in spec:
             return mha_stand_in(spec["$mha"], make_array)
         raise ValueError(f"unknown argument {sorted(spec)[:3]}")
     return spec
 
 
-class LinearStandIn:
+class _Unchangeable:
+    """Attributes that cannot be set or deleted once made (the stand-ins below)."""
+
+    def __setattr__(self, attribute, value):
+        _changed("mha", f"setting .{attribute}")
+
+    def __delattr__(self, attribute):
+        _changed("mha", f"deleting .{attribute}")
+
+    def _make(self, **attributes):
+        for attribute, value in attributes.items():
+            object.__setattr__(self, attribute, value)
+
+
+class LinearStandIn(_Unchangeable):
     """``mha.out_proj``: ``weight`` (d_out, d_in), ``bias`` (d_out,), and a call that is ``F.linear``."""
 
     def __init__(self, weight, bias):
-        self.weight, self.bias = weight, bias
-        self.out_features, self.in_features = weight.shape
+        self._make(weight=weight, bias=bias, out_features=weight.shape[0], in_features=weight.shape[1])
 
     def __call__(self, x):
         import torch
@@ -181,19 +444,18 @@ class LinearStandIn:
         return iter([self.weight, self.bias])
 
 
-class MhaStandIn:
+class MhaStandIn(_Unchangeable):
     """What exercise 5's function receives as ``mha``: the attributes of a batch-first
     ``torch.nn.MultiheadAttention`` (its weights as plain tensors, its sizes), and a call that
-    computes nothing (it raises TypeError saying so). The same in the visible and the hidden tests."""
+    computes nothing (it raises TypeError saying so). The same in the visible and the hidden tests.
+    None of its attributes can be set (the weights' elements are the caller's memory)."""
 
     def __init__(self, embed_dim: int, num_heads: int, weights: dict):
-        self.embed_dim, self.num_heads = embed_dim, num_heads
-        self.head_dim = embed_dim // num_heads
-        self.kdim = self.vdim = embed_dim
-        self.batch_first, self.training, self.dropout, self.add_zero_attn = True, False, 0.0, False
-        self.bias_k = self.bias_v = self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
-        self.in_proj_weight, self.in_proj_bias = weights["in_proj_weight"], weights["in_proj_bias"]
-        self.out_proj = LinearStandIn(weights["out_proj_weight"], weights["out_proj_bias"])
+        self._make(embed_dim=embed_dim, num_heads=num_heads, head_dim=embed_dim // num_heads, kdim=embed_dim,
+                   vdim=embed_dim, batch_first=True, training=False, dropout=0.0, add_zero_attn=False, bias_k=None,
+                   bias_v=None, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None,
+                   in_proj_weight=weights["in_proj_weight"], in_proj_bias=weights["in_proj_bias"],
+                   out_proj=LinearStandIn(weights["out_proj_weight"], weights["out_proj_bias"]))
 
     def __call__(self, *args, **kwargs):
         raise TypeError(NOT_A_MODULE)
@@ -210,53 +472,33 @@ class MhaStandIn:
 
 
 def mha_stand_in(spec: dict, make_array=fresh_array) -> MhaStandIn:
-    """The stand-in of a case's ``{"$mha": ...}`` argument: its weights are torch tensors sharing memory
-    with the arrays ``make_array`` gives (a change to them is seen there)."""
+    """The stand-in of a case's ``{"$mha": ...}`` argument: its weights are tensors over the memory
+    ``make_array`` gives (a change to their elements is seen there), unchangeable otherwise."""
     import torch
-    weights = {k: torch.from_numpy(make_array(v["$array"])) for k, v in spec["weights"].items()}
+    weights = {k: argument_tensor(torch.from_numpy(make_array(v["$array"])), "mha")
+               for k, v in spec["weights"].items()}
     return MhaStandIn(int(spec["embed_dim"]), int(spec["num_heads"]), weights)
 
 
-def _snapshot(value):
-    """What an argument holds now, to detect a change made in place."""
-    if hasattr(value, "state_dict"):
-        return {k: v.detach().clone() for k, v in value.state_dict().items()}
-    if isinstance(value, list):
-        return [_snapshot(v) for v in value]
-    if hasattr(value, "detach"):
-        return value.detach().clone()
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return None
-
-
-def _same(before, after) -> bool:
-    if isinstance(before, dict):
-        return all(_same(v, after.state_dict()[k]) for k, v in before.items())
-    if isinstance(before, list):
-        return len(before) == len(after) and all(_same(b, a) for b, a in zip(before, after))
-    if before is None:
-        return True
-    a, b = np.asarray(before.detach() if hasattr(before, "detach") else before), \
-        np.asarray(after.detach() if hasattr(after, "detach") else after)
-    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
-
-
-def call(fn, names: list[str], specs: list, make_array=fresh_array) -> dict:
-    """Call ``fn`` on the arguments described by ``specs`` (named ``names``); the outcome as plain data.
-
-    ``{"result": <encoded>}`` or ``{"error": {"type", "message", "line"}}``, plus ``"mutated"``:
-    the names of the arguments the call changed in place.
-    """
-    args = [build_argument(s, make_array) for s in specs]
-    before = [_snapshot(a) for a in args]
-    outcome: dict = {"mutated": []}
+def invoke(fn, names: list[str], specs: list, make_array=fresh_array) -> dict:
+    """Call ``fn`` on the arguments of ``specs`` (named ``names``): ``{"result": <encoded>}`` or
+    ``{"error": {"type", "message", "line"}}``. Whether it changed them is for its caller to see
+    (:class:`Layout`): what runs here is not asked."""
+    args = [build_argument(s, make_array, n) for n, s in zip(names, specs)]
     try:
-        outcome["result"] = encode(fn(*args))
+        return {"result": encode(fn(*args))}
     except BaseException as err:  # noqa: BLE001 - the student's error (even SystemExit) is data too
-        outcome["error"] = describe_error(err)
-    outcome["mutated"] = [n for n, b, a in zip(names, before, args) if not _same(b, a)]
-    return outcome
+        return {"error": describe_error(err)}
+
+
+def call(fn, names: list[str], specs: list) -> dict:
+    """Call ``fn`` as the grader does (the visible tests, in the student's own process): its arrays laid out
+    in a buffer compared after the call. The outcome as plain data: :func:`invoke`'s, plus ``"mutated"``,
+    the names of the arguments whose memory the call changed."""
+    layout = Layout(bytearray(max(Layout.size(specs), ALIGN)))
+    outcome = invoke(fn, names, layout.lay_out(names, specs), layout.view)
+    changed = layout.changed()
+    return {**outcome, "mutated": [n for n in names if n in changed]}
 
 
 def describe_error(err: BaseException) -> dict:

@@ -48,8 +48,22 @@ def _judge(case: Case, outcome) -> None:
         raise Fail(f"{call}: no answer came back.", "no answer")
     mutated = outcome.get("mutated") or []
     error = outcome.get("error")
+    if isinstance(error, dict) and error.get("type") == calling.ArgumentChanged.__name__:
+        mutated, error = [_argument_of(error)], None  # it tried to change an argument handed over unchangeable
     if error is not None:
         error_fail(call, case, error if isinstance(error, dict) else {"message": str(error)}, _sizes(spec, case))
+    if mutated:
+        names = [str(n) for n in mutated][:4]
+        what = " and ".join(f"`{n}`" for n in names)
+        params = "mha" in names
+        lists = [n for n in names if isinstance(dict(zip(case.names, case.args)).get(n), list)]
+        whose = "its parameters" if params else "the caller’s list" if lists else "the caller’s array"
+        raise Fail(f"{call} changes {what} in place ({whose}): "
+                   "a function must leave its arguments as it found them. Compute into new "
+                   f"{'tensors' if params else 'arrays'} (y = x + b, not x += b; no x[...] = ..., "
+                   "no .add_(), no copy_ into a weight"
+                   + (f"; copy a list before changing it: list({lists[0]})" if lists else "") + ").",
+                   "changes its arguments in place" if not params else "changes mha's parameters in place")
     if "result" not in outcome:
         raise Fail(f"{call}: no answer came back.", "no answer")
     try:
@@ -57,16 +71,13 @@ def _judge(case: Case, outcome) -> None:
     except Exception:  # noqa: BLE001
         raise Fail(f"{call} returned a value that could not be read; return arrays or tensors.",
                    "unreadable answer") from None
-    if mutated:
-        names = [str(n) for n in mutated][:4]
-        what = " and ".join(f"`{n}`" for n in names)
-        params = "mha" in names
-        raise Fail(f"{call} changes {what} in place ({'its parameters' if params else 'the caller’s array'}): "
-                   "a function must leave its arguments as it found them. Compute into new "
-                   f"{'tensors' if params else 'arrays'} (y = x + b, not x += b; no x[...] = ..., "
-                   "no .add_(), no copy_ into a weight).",
-                   "changes its arguments in place" if not params else "changes mha's parameters in place")
     spec.check(case, result, call)
+
+
+def _argument_of(error: dict) -> str:
+    """The argument an ArgumentChanged names (its message opens with it in backquotes)."""
+    message = str(error.get("message", ""))
+    return message.split("`")[1][:40] if message.count("`") >= 2 else "an argument"
 
 
 def _sizes(spec, case) -> dict:

@@ -4,20 +4,21 @@
     python -m mha_grader probe
     python -m mha_grader grade [--student ID ...] [--notebook NAME ...] [--force]
                                [--workers W] [--scheduler tcp://HOST:8786] [--db-url URL]
-                               [--unsafe-no-sandbox]
+                               [--timing] [--unsafe-no-sandbox]
 """
 import argparse
 import os
 import sys
 from pathlib import Path
 
-from . import stopping
+from . import resume, stopping
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.argv = argv  # None: this process's own (resume.command rebuilds the command typed)
     if args.command == "grade":
-        return _grade(args, stopping.resume_command(argv))
+        return _grade(args, resume.command(argv))
     from . import run, secret
     if args.command == "secret":
         try:
@@ -66,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--test-seconds", type=float, default=10.0, help="wall time of one test (default 10)")
     grade.add_argument("--notebook-seconds", type=float, default=60.0,
                        help="wall time of all the tests of one notebook (default 60)")
+    grade.add_argument("--timing", action="store_true",
+                       help="also print what grading cost this process per notebook (for the benchmarks)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="UNSAFE: run student code with the grader's own rights (only for your own tests)")
     return parser

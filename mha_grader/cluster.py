@@ -7,8 +7,9 @@ Other machines join a scheduler with ``dask worker tcp://HOST:8786 --nthreads 1 
 mha_grader.cluster`` run from a checkout of this repository (same commit) inside its venv, with the
 repository root on PYTHONPATH (see the README); the preload imports the grader and checks the sandbox as
 the worker starts, before it takes jobs. A worker runs only execute.grade_job (the sandbox and the judge):
-it needs no course folder, no secret and no gradebook. The hidden cases travel with each job, and the
-result (plain data) comes back to the coordinating process, which alone records it.
+it needs no course folder, no secret and no gradebook. Each job carries its notebook's bytes (read once
+by the coordinator as the job is made, jobs.Maker; decoded on the worker) and the hidden cases drawn
+from them; the result (plain data) comes back to the coordinating process, which alone records it.
 
 One grader version per run: every job asks for a Dask resource named after the coordinator's
 fingerprint (execute.fingerprint: the grader's and the checks' source, the packages they rest on). A
@@ -58,7 +59,7 @@ CONNECT_S = 10  # to reach the scheduler as the run starts
 ANSWER_S = 5  # the longest the scheduler may take to answer the run (which workers, stop, forget)
 LIVENESS_S = 1.0  # how often the wait for results asks the scheduler which workers can take the run's jobs
 WORKERLESS_S = 5.0  # how long a run that had a worker of its version may go without one before it stops
-WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their decoded notebooks)
+WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their notebooks' bytes)
 
 
 class Dask:
@@ -75,21 +76,25 @@ class Dask:
         self.jobs: dict = {}  # task key -> the student's jobs
         self.planned: set = set()  # (student, notebook) of every job submitted
         self.pending: set = set()  # submitted, not yet given back
+        self.sent: dict = {}  # task key -> (its student and notebooks in words, when it was submitted)
         self.waiting = iter(())
         self.refused: list[str] = []
         self.submitted = 0  # students submitted so far
         self.run_id, self.stopped = uuid.uuid4().hex[:12], False  # a key of this run never meets another run's
 
-    def start(self, plan: list[dict]) -> None:
-        """Submit the first window of students (after the version check: see notes())."""
+    def start(self, plan: list[dict], make=None) -> None:
+        """Submit the first window of students (after the version check: see notes()); ``make`` (jobs.Maker)
+        makes each record's job as its student is submitted (without it, the records are the jobs)."""
         from distributed import as_completed
+        self.make = make or (lambda record: record)
         threads = self._admit_workers()
         self.waiting, self.running = iter(_per_student(plan)), as_completed()
         for _ in range(WINDOW_PER_THREAD * max(1, threads, self.workers)):
             self._submit_next()
 
     def _submit_next(self) -> None:
-        """The next student's jobs, their notebooks read just now: only a window of them is decoded at once."""
+        """The next student's jobs, made now: their notebooks are read just now, once, and travel as their bytes
+        (decoded on the worker, never here), so only a window of students' notebooks is held at once."""
         jobs = next(self.waiting, None)
         if jobs is None:
             return
@@ -99,12 +104,13 @@ class Dask:
             self.planned.add((job["student"], job["notebook"]))
         key = f"mha-grade/{jobs[0]['student']}/{self.run_id}"  # ids hold no "/"; a student is one task a run
         self.jobs[key] = jobs
+        self.sent[key] = (f"{jobs[0]['student']} ({len(jobs)} notebook{'s' if len(jobs) > 1 else ''})", time.monotonic())
         self.submitted += 1
         # The releases travel inside the task (40 kB in all), not as other tasks or scattered data: a task is
         # ready on any worker as it arrives (no dependency to fetch first, which let later students overtake
         # earlier ones), and one lost with its worker is run again from the scheduler's copy.
         releases = {job["notebook"]: self.releases[job["notebook"]] for job in jobs}
-        future = self.client.submit(grade_student_on_worker, releases, [execute.loaded(job) for job in jobs],
+        future = self.client.submit(grade_student_on_worker, releases, [self.make(job) for job in jobs],
                                     self.limits, self.unsafe, execute.fingerprint(), self.run_id, key=key,
                                     pure=False, retries=execute.RETRIES, resources={self.resource: 1},
                                     priority=-self.submitted)  # in the plan's order, wherever they are queued
@@ -123,6 +129,7 @@ class Dask:
                 self._alive()  # the client cancels every future as it loses the scheduler: not the jobs' failure
             self._submit_next()
             jobs, outcome = self.jobs.pop(future.key), _outcome(future)
+            self.sent.pop(future.key, None)
             outcomes = outcome if isinstance(outcome, list) else [dict(outcome) for _ in jobs]  # the task failed
             yield from zip(jobs, outcomes, strict=True)
             self.pending.discard(future)
@@ -177,6 +184,10 @@ class Dask:
     def _lost(self) -> str:
         return (f"the Dask scheduler at {self.address} closed the connection (it stopped or was killed); start it "
                 "again with its workers (see the README)")
+
+    def in_progress(self) -> list[tuple[str, float]]:
+        """(student and notebooks, since) of each task submitted and not yet given back (for the progress line)."""
+        return list(self.sent.values())
 
     def notes(self) -> list[str]:
         """The workers that took no job because their grader is another version (also those that joined

@@ -8,6 +8,7 @@ graded, ``{"failed": "<one sentence>"}``. Only a failure of the sandbox (InfraEr
 bug of the grader is reported once, plainly.
 """
 import concurrent.futures as cf
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -15,12 +16,14 @@ import json
 import platform
 import queue
 import threading
+import time
 from pathlib import Path
 
 from . import feedback, judging, notebooks, sandbox
 
 RETRIES = 2  # a sandbox failure is tried this many more times
-PACKAGES = ("numpy", "torch", "nbgrader", "distributed")  # what the judge, the sandbox and the recording rest on
+PACKAGES = ("numpy", "torch", "nbgrader", "distributed", "latex2mathml")  # what the judge, the sandbox, the
+#                                                                      recording and the feedback pages rest on
 SOURCES = ("mha_checks", "mha_grader")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,10 +43,15 @@ class SchedulerLost(RuntimeError):
 
 def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
     """One notebook, on any worker: the judge's result with its feedback rendered here (not where it is
-    recorded), or {"failed": sentence} when the grader itself failed on it (reported once, never
-    retried). Raises InfraError when the sandbox failed."""
+    recorded), or {"unchanged": True} for bytes graded before, or {"failed": sentence} when the grader itself
+    failed on it (reported once, never retried). Raises InfraError when the sandbox failed.
+
+    ``job`` (jobs.Maker) carries the notebook's bytes ("raw"; None with the "reason" it was not read), decoded
+    here within notebooks.parse's bounds, and the hidden cases drawn from them."""
+    if job.get("unchanged"):
+        return {"unchanged": True}
     try:
-        nb, reason = read(job)
+        nb, reason = notebooks.parse(job["raw"]) if job.get("raw") is not None else (None, job["reason"])
         result = judging.grade_notebook(release, nb, reason, job["cases"], limits, unsafe)
         if result["status"] == "infra":
             raise InfraError("the sandbox returned nothing (" + ("; ".join(result["notes"]) or "no detail") + ")")
@@ -57,22 +65,6 @@ def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
         return {"failed": f"the grader itself failed on this notebook ({sentence(err)}); this is a bug in the "
                           "grader, not the student's doing"}
     return result
-
-
-def read(job: dict) -> tuple[dict | None, str]:
-    """(the job's notebook, decoded, or None, why not): read when it is graded, never all at once."""
-    if "nb" in job:  # read by the coordinating process for a worker that has no course folder
-        return job["nb"], job["reason"]
-    if not job["path"]:
-        return None, "was not handed in"
-    nb, _, reason = notebooks.read_submission(Path(job["path"]))
-    return nb, reason
-
-
-def loaded(job: dict) -> dict:
-    """The job with its notebook decoded (for a worker elsewhere)."""
-    nb, reason = read(job)
-    return {**job, "nb": nb, "reason": reason}
 
 
 def sentence(err: BaseException) -> str:
@@ -122,14 +114,17 @@ class Threads:
     def __init__(self, releases: dict, workers: int, limits: sandbox.Limits, unsafe: bool):
         self.releases, self.limits, self.unsafe = releases, limits, unsafe
         self.pool = cf.ThreadPoolExecutor(max(1, workers) + 1, thread_name_prefix="mha-job")
-        self.turns = threading.BoundedSemaphore(max(1, workers))  # the sandboxes running at a time
+        self.turns = _Turns(max(1, workers))  # the sandboxes running at a time, and since when
         self.stopping = threading.Event()
         self.futures: dict = {}
         sandbox.accept_new()
 
-    def start(self, plan: list[dict]) -> None:
+    def start(self, plan: list[dict], make=None) -> None:
+        """Grade the plan's records; ``make`` (jobs.Maker) makes each one's job in the thread that grades it,
+        just before (without it, the records are the jobs)."""
+        self.make = make or _as_made
         self.finished = queue.SimpleQueue()  # futures, as they finish
-        self.futures = {self.pool.submit(self._attempt, job): job for job in plan}
+        self.futures = {self.pool.submit(self._attempt, record): record for record in plan}
         for future in self.futures:
             future.add_done_callback(self.finished.put)
 
@@ -150,6 +145,10 @@ class Threads:
     def notes(self) -> list[str]:
         return []  # (one process: one grader version)
 
+    def in_progress(self) -> list[tuple[str, float]]:
+        """("student/notebook", since) of each job whose sandbox runs now (for the progress line)."""
+        return self.turns.holders()
+
     def stop(self) -> int:
         """Cancel the jobs not started, end the running sandboxes; returns how many were running."""
         self.stopping.set()
@@ -159,9 +158,50 @@ class Threads:
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def _attempt(self, job: dict) -> dict:
-        with sandbox.taking_turns(self.turns):
+    def _attempt(self, record: dict) -> dict:
+        if self.stopping.is_set():
+            return {"failed": "grading stopped before this notebook was graded"}
+        try:
+            job = self.make(record)  # its bytes read now, while other threads' sandboxes run
+        except Exception as err:  # noqa: BLE001 - a bug of the grader: this notebook fails, the class goes on
+            return {"failed": f"its job could not be made ({sentence(err)}); this is a bug in the grader"}
+        with sandbox.taking_turns(self.turns), self.turns.for_job(f"{job['student']}/{job['notebook']}"):
             return attempt(self.releases[job["notebook"]], job, self.limits, self.unsafe, self.stopping)
+
+
+def _as_made(record: dict) -> dict:
+    return record
+
+
+class _Turns(threading.BoundedSemaphore):
+    """The sandboxes' turns (a semaphore), noting which job holds each and since when."""
+
+    def __init__(self, value: int):
+        super().__init__(value)
+        self.local, self.held, self.guard = threading.local(), {}, threading.Lock()
+
+    @contextlib.contextmanager
+    def for_job(self, name: str):
+        """Turns this thread takes while the block lasts are held by job ``name``."""
+        self.local.job = name
+        try:
+            yield
+        finally:
+            self.local.job = None
+
+    def __enter__(self):
+        self.acquire()
+        with self.guard:
+            self.held[threading.get_ident()] = (getattr(self.local, "job", None) or "a notebook", time.monotonic())
+
+    def __exit__(self, *exc):
+        with self.guard:
+            self.held.pop(threading.get_ident(), None)
+        self.release()
+
+    def holders(self) -> list[tuple[str, float]]:
+        with self.guard:
+            return list(self.held.values())
 
 
 def attempt(release, job: dict, limits: sandbox.Limits, unsafe: bool, stopping: threading.Event) -> dict:

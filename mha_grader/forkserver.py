@@ -12,12 +12,16 @@ runs in a sandbox whose every property below is a claim the README makes and `ma
   the secret or the gradebook. No host path shows through: pid 1's command line is blanked, the
   mounts come from neutral sources (/proc/self/mountinfo names no host folder), /proc/self/cgroup
   shows "/";
-- an unprivileged uid of its own per concurrent job (62000 + slot), no capabilities, no new
-  privileges; limits per process on address space, processes and file size;
+- two unprivileged uids of its own per concurrent job: the student's (62464 + slot), under which every
+  process that runs student code runs, with no capabilities, and pid 1's (62592 + slot), which keeps
+  only the three capabilities it needs to make each child it forks the student and to end what a test
+  left running (as_student.py); no new privileges; limits per process on address space, processes
+  and file size;
 - a cgroup of its own (cgroups.py) capping the memory of all its processes together, their number,
   and their CPU (one core); its usage comes back with the exit status, and the group is removed;
-- a fresh, empty session keyring and its uid's keyrings cleared, and a seccomp filter that refuses
-  the kernel surfaces a grading job never needs (kernel.py says which, and why);
+- a fresh, empty session keyring and its uids' keyrings cleared, and a seccomp filter that is an
+  allowlist: it admits the calls a job was measured to need (kernel.py says which, and why), refuses
+  every other call, named or not, and kills the job for a call under another architecture's numbers;
 - a lifetime tied to the grader: when the job ends, its time is up, or the grader dies, pid 1 of its
   namespace goes and the kernel takes every process of the job with it.
 
@@ -30,13 +34,19 @@ job's stderr file) and forks:
 
   manager   (the grader's user, outside)  the job's cgroup; new namespaces; waits, reads the usage
     init    (pid 1 inside)                joins the cgroup; builds the file system with mount(2);
-                                          then, as the program: chroot, no capabilities, no new
-                                          privileges, limits, a fresh keyring, the seccomp filter,
-                                          and harness.py runs as __main__, in this warm interpreter
+                                          then, as the program: no signal handler, its uids'
+                                          keyrings cleared, chroot, pid 1's uid with three
+                                          capabilities, no new privileges, limits, a fresh keyring,
+                                          the seccomp filter, and harness.py runs as __main__, in
+                                          this warm interpreter
+      child (forked by the harness for each run of the cells)  the student's uid, no capabilities
 
-The program is pid 1 itself (one fork fewer per job): no process of the job can signal it (the
-kernel delivers to a namespace's pid 1 only the signals it handles), its orphans come back to it,
-and when it ends the kernel ends every other process of the namespace.
+The program is pid 1 itself (one fork fewer per job): its orphans come back to it, and when it ends
+the kernel ends every other process of the namespace. Nothing the student's code runs reaches it:
+it handles no signal (the kernel gives a namespace's pid 1 only the signals it handles; Python's
+SIGINT handler is removed), and it runs under another uid, so the kernel refuses the student's
+processes every signal, prlimit, trace, /proc/1/mem and OOM score of it; the filter refuses signals
+and prlimit aimed at pid 1 too. Every way its child can end is a verdict for one test (harness.py).
 
 The manager sends the job's exit status and its cgroup's usage on its connection, and kills the job
 as soon as that connection closes (the grader gave up on it, or died): init goes, and the kernel
@@ -47,12 +57,18 @@ What skipping a fresh interpreter per notebook costs in isolation: every job's m
 copy of this process (the same modules, the same address-space layout; the file names of the
 modules it loaded, as in numpy.__file__ or /proc/self/maps, name the Python installation's real
 folders). This process never reads a job (no cells, no cases, no secret, no expected value), so a
-copy of it holds nothing of another student's; each job still has its own processes, user,
-namespaces, cgroup and file system.
+copy of it holds nothing of another student's; each job still has its own processes, users,
+namespaces, cgroup and file system. Nor does it hold a listing of any folder of the checkout (the
+course folder, under `make grade`): it keeps on sys.path only the Python installation's folders (a
+venv's .pth file adds the checkout), loads its own modules by file, and empties the import system's
+folder caches and the source lines it read before the first job.
 """
 import ctypes
 import errno
+import gc
+import importlib.util
 import json
+import linecache
 import os
 import resource
 import runpy
@@ -67,13 +83,16 @@ CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x0200000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 15, 24, 38
+PR_SET_PDEATHSIG, PR_SET_KEEPCAPS, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 8, 15, 24, 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
+CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
+HARNESS_CAPABILITIES = 1 << CAP_KILL | 1 << CAP_SETGID | 1 << CAP_SETUID
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 MADV_COLLAPSE, HUGE = 25, 2 << 20
 TITLE = b"mha-sandbox"  # what /proc/<pid>/cmdline says of the job's pid 1 (not this script's path)
 RULES = None  # the seccomp filter (kernel.build_filter), built once when the server starts
+STUDENTS = None  # (first uid, how many): the student uids (from the grader, as the server starts)
 PROGRAMS: dict[str, tuple[bytes, object]] = {}  # compiled_programs(), once when the server starts
 
 
@@ -171,15 +190,24 @@ def init(request: dict, report: int, group) -> int:
 
 
 def program(request: dict, report: int) -> int:
-    if request["hardening"]["cgroup"]:
+    strong = request["hardening"]
+    if strong["cgroup"]:
         _oom_score_adj(500)  # at the memory cap the kernel kills in the job, not the manager (raising: no privilege)
-    give_up_privileges(request["root"], request["uid"], request["limits"])
-    if request["hardening"]["keyring"]:
-        kernel.private_keyring(clear_user_keyrings=request["uid"] is not None)
-    if request["hardening"]["seccomp"]:
-        kernel.load(RULES)  # the last step: the filter refuses chroot, mount, keyctl, ...
+    for number in signal.valid_signals():  # pid 1 takes no signal from inside its namespace but those it handles:
+        if callable(signal.getsignal(number)):  # so it handles none (Python's SIGINT handler goes)
+            signal.signal(number, signal.SIG_DFL)
+    harness, student = request["uid"], request["student"]
+    if strong["keyring"] and harness is not None:  # (rootless: one uid, in a user namespace of its own)
+        for uid in sorted({harness, student} - {None}):
+            kernel.clear_user_keyrings(uid)
+    give_up_privileges(request["root"], harness, student, request["limits"])
+    if strong["keyring"]:
+        kernel.join_fresh_session_keyring()
+    if strong["seccomp"]:  # the last step: the filter refuses chroot, mount, keyctl, ...
+        kernel.load(RULES if all(strong.values()) else kernel.build_filter(strong, STUDENTS))
     path = request["program"]
-    sys.argv, sys.path[0] = [path, str(report)], os.path.dirname(path)
+    sys.argv = [path, str(report)]
+    sys.path.insert(0, os.path.dirname(path))
     with open(path, "rb") as fh:
         source = fh.read()
     compiled = PROGRAMS.get(path)
@@ -340,9 +368,10 @@ def _mount_job(root: str, job: str, strong: dict) -> None:
         mount(None, root + "/job", flags=MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-def give_up_privileges(root: str, uid: int | None, limits: dict[str, int]) -> None:
-    """The new root, the sandbox user (None: stay, in a user namespace), no capabilities, no new
-    privileges, limits."""
+def give_up_privileges(root: str, uid: int | None, student: int | None, limits: dict[str, int]) -> None:
+    """The new root, the harness user (None: stay, in a user namespace), no new privileges, limits, and
+    no capabilities but, where the student has a uid of its own, the three that let pid 1 make each
+    child the student and end what its tests leave running (as_student.py)."""
     os.chroot(root)
     os.chdir("/")
     for cap in range(64):  # the bounding set, emptied: nothing this process execs can regain one
@@ -350,12 +379,16 @@ def give_up_privileges(root: str, uid: int | None, limits: dict[str, int]) -> No
             if ctypes.get_errno() == errno.EINVAL:
                 break  # past the last capability this kernel knows
             _check(-1, f"dropping capability {cap}")
+    kept = HARNESS_CAPABILITIES if uid is not None and student is not None else 0
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
+        _check(LIBC.prctl(PR_SET_KEEPCAPS, 1 if kept else 0, 0, 0, 0), "keeping capabilities")
         os.setresuid(uid, uid, uid)
+        _check(LIBC.prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0), "keeping capabilities")
     header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
-    _check(LIBC.capset(header, (ctypes.c_uint32 * 6)()), "capset")  # effective, permitted, inheritable: none
+    sets = (ctypes.c_uint32 * 6)(kept, kept, 0, 0, 0, 0)  # effective, permitted, inheritable (low, then high words)
+    _check(LIBC.capset(header, sets), "capset")
     _check(LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
     for name, value in limits.items():
         resource.setrlimit(getattr(resource, name), (value, value))
@@ -406,18 +439,50 @@ def _reap(options: int) -> bool:
         return False
 
 
+def load_module(name: str, path: str) -> types.ModuleType:
+    """The module at ``path``, imported as ``name`` from that file alone: no folder is searched or
+    listed (a listing would stay in sys.path_importer_cache, in every job's memory)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def forget_host_folders(prefixes: list[str]) -> None:
+    """Keep on sys.path only the Python installation's folders (a venv's .pth may add the checkout, which
+    is the course folder under `make grade`), and drop every other folder's listing the import system
+    cached, and every source line read: a job starts as a copy of this process. (The installation's
+    listings stay: a job that imports a module this process has not loaded lists no folder again.)"""
+    def inside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real == q or real.startswith(q + os.sep) for q in prefixes)
+    sys.path[:] = [p for p in sys.path if inside(p)]
+    for folder in [f for f in sys.path_importer_cache if not inside(f)]:
+        del sys.path_importer_cache[folder]
+    linecache.clearcache()
+
+
 if __name__ == "__main__":
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # (also set by the grader) gone with it
-    REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sys.path[:0] = [os.path.join(REPO, "mha_checks"), REPO]
-    import calling  # noqa: F401, E402 - warm: the harness's `import calling` finds it loaded (numpy with it)
-    from mha_grader import cgroups, kernel  # noqa: E402
-    del sys.path[:2]
-    RULES = kernel.build_filter()
+    HERE = os.path.dirname(os.path.abspath(__file__))
+    PREFIXES = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    forget_host_folders(PREFIXES)  # before any import can list a folder of the checkout
+    load_module("calling", os.path.join(os.path.dirname(HERE), "mha_checks", "calling.py"))  # warm: the job's
+    load_module("as_student", os.path.join(HERE, "as_student.py"))  # `import calling` finds it loaded (numpy too)
+    import numpy.random  # noqa: F401, E402 - what the harness seeds in each job: loaded once here (16 ms a job else)
+    import random  # noqa: F401, E402
+    cgroups = load_module("mha_grader.cgroups", os.path.join(HERE, "cgroups.py"))
+    kernel = load_module("mha_grader.kernel", os.path.join(HERE, "kernel.py"))
+    STUDENTS = (int(sys.argv[2]), int(sys.argv[3]))
+    RULES = kernel.build_filter(dict.fromkeys(kernel.FILTER_SWITCHES, True), STUDENTS)
     PROGRAMS = compiled_programs()
-    if sys.argv[2:] == ["torch"]:  # a server of its own: forking a process that holds torch costs 10x more
+    if sys.argv[4:] == ["torch"]:  # a server of its own: forking a process that holds torch costs 10x more
         import torch
         torch.set_num_threads(1)
+    forget_host_folders(PREFIXES)  # (what the imports above cached)
+    gc.collect()
+    gc.freeze()  # a job's collections never walk (and so never copy the pages of) what every job inherits
     huge_pages()
     LIBC.prctl(PR_SET_NAME, b"mha-server", 0, 0, 0)  # (each process names its part, for ps, top and perf)
     serve(socket.socket(fileno=int(sys.argv[1])))

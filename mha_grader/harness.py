@@ -18,28 +18,39 @@ result was larger than a record may be.)
 
 Two processes, and only one of them ever runs student code:
 
-  harness (this process)  holds the report channel; never runs student code, and is not dumpable,
-                          so no process of the sandbox user can read or write its memory
+  harness (this process)  pid 1 of the job, under a uid of its own: holds the report channel; never
+                          runs student code, handles no signal, and is not dumpable, so no process
+                          of the job can signal it, limit it, read or write its memory
                           (/proc/PID/mem, process_vm_writev); asks for each case's inputs just
                           before the call, keeps a private copy, and lays the arrays out in
                           memory it shares with the child
-  child (forked)          closes the channel first (a socket: it cannot be opened again through
-                          /proc), runs the cells once, then calls the cases of one test after
-                          another, as the notebook's kernel runs its tests, on views of the shared
-                          memory, and sends each outcome back on a pipe of its own
+  child (forked)          closes the channel (a socket: it cannot be opened again through /proc),
+                          becomes the student (as_student.py: the student's uid, no capabilities),
+                          seeds Python's, NumPy's and torch's generators from the job (the same
+                          numbers at every grading of a submission), runs the cells once, then
+                          calls the cases of one test after another, as the notebook's kernel
+                          runs its tests, on views of the shared memory, and sends each outcome
+                          back on a pipe of its own
 
-The child's frames are data: a value the function returned, or the error it raised. Whether the
-call changed its arguments in place is observed here, by comparing the shared memory with the
-private copy after the child answers: the child cannot hide a change it made (its own claim of a
-change is kept too, since it can only cost it points). A crash, a hang, a memory blow-up or an exit
-ends the child and costs the test it happened in: every other process of the sandbox user is then
-killed, and the next test gets a new child, which runs the cells again. Nothing here decides a
-grade: the judge, outside, validates every record and compares with the reference.
+The child's frames are data: a value the function returned, or the error it raised (an error whose
+description raises is sent as one without words). Whether the call changed its arguments in place
+is observed here, by comparing the shared memory with the private copy after the child answers: the
+child cannot hide a change it made. Nothing else a function receives can be changed in place (a list
+argument, mha, an array's shape: see calling.build_argument; an attempt raises in the child, and
+costs the test), so nothing the child says about its arguments is read. Every way the child can end
+is a state of this process with a verdict for one test (the Child class lists them): an exit of any
+status (0 included) or a signal before the answer awaited, a hang, an answer too large; each costs
+the test it happened in, every other process of the student's is then killed, and the next test gets
+a new child, which runs the cells again. A child an earlier test left running that ends before
+answering anything of the current test is replaced and the test run again, once, in a new child (the
+end belongs to the tests before, which have their answers). Nothing here decides a grade: the judge,
+outside, validates every record and compares with the reference.
 """
 import ctypes
 import json
 import mmap
 import os
+import random
 import resource
 import select
 import signal
@@ -49,13 +60,13 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import calling  # noqa: E402 - copied next to this file into the job folder
+import as_student  # noqa: E402 - copied next to this file into the job folder, as calling.py is
+import calling  # noqa: E402
 
 OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
     JOB = json.load(_fh)
 MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader reads 8 MB per line)
-ALIGN = 64
 FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's schema allows far less)
 KILL_ROUNDS = 8               # finding and killing what a test left running, at most this many times
 PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_CHILD_SUBREAPER = 4, 15, 36
@@ -73,9 +84,14 @@ class Channel:
 
     def __init__(self):
         self.buffer = b""
+        self.latest: tuple = (None, None)  # ((test, case), its specs): the latest answer
 
     def ask(self, test: int, case: int) -> list | None:
-        """The specs of (test, case), straight from the grader, or None if none came."""
+        """The specs of (test, case), straight from the grader, or None if none came. (The grader answers
+        each once: asked again for the latest, as when a test runs again in a new child, the harness's
+        copy answers.)"""
+        if self.latest[0] == (test, case):
+            return self.latest[1]
         emit({"ask": [test, case]})
         while b"\n" not in self.buffer:
             chunk = os.read(OUT, 1 << 16)
@@ -84,69 +100,33 @@ class Channel:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         answer = json.loads(line)
-        return answer.get("specs") if isinstance(answer, dict) else None
+        specs = answer.get("specs") if isinstance(answer, dict) else None
+        self.latest = ((test, case), specs)
+        return specs
 
 
 # --- the harness's side: inputs laid out in shared memory, watched ----------------------------
 
-class Shared:
-    """A case's arrays in memory shared with the child; the harness keeps its own copy of each."""
-
-    def __init__(self, size: int):
-        self.memory = mmap.mmap(-1, max(size, ALIGN))  # MAP_SHARED | MAP_ANONYMOUS, inherited by the child
-        self.placed: list[tuple[str, int, bytes]] = []  # (argument name, offset, the bytes put there)
-        self.end = 0
-
-    def lay_out(self, names: list[str], specs: list) -> list:
-        """``specs`` with every array's data replaced by its place in the shared memory."""
-        self.placed, self.end = [], 0
-        return [self._place(name, spec) for name, spec in zip(names, specs)]
-
-    def _place(self, name: str, spec):
-        if isinstance(spec, list):
-            return [self._place(name, s) for s in spec]
-        if not isinstance(spec, dict):
-            return spec
-        if "$array" in spec:
-            order = spec["$array"].get("order")  # a view: its memory laid out in the stored order
-            array = calling.decode_array(spec["$array"])
-            stored = array if order is None else array.transpose([int(i) for i in order])
-            data = np.ascontiguousarray(stored).tobytes()
-            if self.end + len(data) > len(self.memory):
-                raise ValueError(f"a case's arrays exceed the shared memory ({len(self.memory)} bytes)")
-            self.memory[self.end:self.end + len(data)] = data
-            self.placed.append((name, self.end, data))
-            placed = {"dtype": array.dtype.name, "shape": list(stored.shape), "offset": self.end, "order": order}
-            self.end += -(-len(data) // ALIGN) * ALIGN
-            return {"$array": placed}
-        return {k: self._place(name, v) for k, v in spec.items()}  # $tensor, $mha and its weights
-
-    def changed(self) -> set[str]:
-        """The arguments whose memory no longer holds what was put there."""
-        return {name for name, offset, data in self.placed if self.memory[offset:offset + len(data)] != data}
+def shared_memory(size: int) -> calling.Layout:
+    """The cases' arrays in memory shared with the child (MAP_SHARED | MAP_ANONYMOUS, inherited by it); the
+    harness keeps its own copy of what it put there and compares after each call (calling.Layout)."""
+    return calling.Layout(mmap.mmap(-1, max(size, calling.ALIGN)))
 
 
 # --- the child's side: student code, and nothing that reaches the grader but its pipe ---------
 
-def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
-    """In the forked child: drop the channel, limits, quiet output, the cells, then each case it is
-    sent (of the ``tests`` tests it may run)."""
+def child(shared: calling.Layout, requests: int, answers: int, tests: int) -> None:
+    """In the forked child: drop the channel, become the student, limits, quiet output, seeded random
+    generators, the cells, then each case it is sent (of the ``tests`` tests it may run)."""
     os.close(OUT)
     LIBC.prctl(PR_SET_NAME, b"mha-student", 0, 0, 0)
-    LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries as usual (the harness stays closed)
+    as_student.become(JOB.get("student"))
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     cpu = int(JOB["limits"]["test_cpu_s"]) * tests  # (each test's time and the job's one core bound it first)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    memory = shared.memory
-
-    def view(spec: dict) -> np.ndarray:
-        dtype = np.dtype(spec["dtype"])
-        count = int(np.prod(spec["shape"]))
-        stored = np.frombuffer(memory, dtype, count, spec["offset"]).reshape(spec["shape"])
-        return stored if spec.get("order") is None else stored.transpose(np.argsort(spec["order"]))
-
+    seed_generators(JOB.get("seed", 0))
     namespace, failures = run_cells(JOB["cells"])
     send(answers, {"cells": failures, "seq": 0})
     incoming = os.fdopen(requests, "rb")
@@ -156,8 +136,28 @@ def child(shared: Shared, requests: int, answers: int, tests: int) -> None:
         if not callable(fn):
             outcome = {"missing": case["function"]}
         else:
-            outcome = calling.call(fn, case["names"], case["specs"], view)
-        send(answers, {**outcome, "seq": case["seq"]})
+            try:
+                outcome = calling.invoke(fn, case["names"], case["specs"], shared.view)
+            except BaseException:  # noqa: BLE001 - describing the student's error raised (its __str__, say)
+                outcome = {"error": UNDESCRIBED}
+        send(answers, {**outcome, "seq": case["seq"]}, instead={"error": UNSENDABLE, "seq": case["seq"]})
+
+
+UNDESCRIBED = {"type": "an exception", "message": "(it cannot be shown: turning it into text raised another error)",
+               "line": None}
+UNSENDABLE = {"type": "an outcome", "message": "(it cannot be sent: turning it into data raised an error)",
+              "line": None}
+
+
+def seed_generators(seed: int) -> None:
+    """Python's, NumPy's and torch's random generators, seeded from the job (sandbox._seed): a submission
+    that draws random numbers (dropout, say) draws the same ones each time it is graded. (A generator
+    made without a seed, as numpy's default_rng(), and os.urandom still draw from the kernel; torch,
+    if the cells import it here, starts from its own fixed seed.)"""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    if "torch" in sys.modules:
+        sys.modules["torch"].default_generator.manual_seed(seed)  # (the CPU's: no device is asked, as manual_seed does)
 
 
 def run_cells(cells: list[dict]) -> tuple[dict, list[dict]]:
@@ -168,12 +168,31 @@ def run_cells(cells: list[dict]) -> tuple[dict, list[dict]]:
         try:
             exec(compile(cell["source"], f"<cell {cell['label']}>", "exec"), namespace)
         except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are the student's too
-            failures.append({"label": cell["label"], **calling.describe_error(err)})
+            failures.append({"label": cell["label"], **described(err)})
     return namespace, failures
 
 
-def send(fd: int, frame: dict) -> None:
-    data = (json.dumps(frame) + "\n").encode()
+def described(err: BaseException) -> dict:
+    """calling.describe_error(err) as plain text and a number, or UNDESCRIBED where describing it raises
+    or gives anything else (its __str__ may return a str subclass, its __traceback__ be a property...)."""
+    try:
+        found = calling.describe_error(err)
+        kind, message, line = found["type"], found["message"], found["line"]
+        if type(kind) is str and type(message) is str and (line is None or type(line) is int):
+            return {"type": kind, "message": message, "line": line}
+    except BaseException:  # noqa: BLE001 - whatever the student's exception does when described
+        pass
+    return dict(UNDESCRIBED)
+
+
+def send(fd: int, frame: dict, instead: dict | None = None) -> None:
+    """``frame`` as one line on ``fd``; ``instead``, if turning ``frame`` into JSON raises."""
+    try:
+        data = (json.dumps(frame) + "\n").encode()
+    except BaseException:  # noqa: BLE001 - a value of the student's that JSON cannot hold, or that raises
+        if instead is None:
+            raise
+        data = (json.dumps(instead) + "\n").encode()
     while data:
         data = data[os.write(fd, data):]
 
@@ -184,26 +203,38 @@ class Child:
     """The process that runs the cells, then the cases of one test after another: its pipes, and the
     deadline of the test it is running. Each request bears a number, and only a frame with that number
     answers it: whatever else reaches the pipe (what the student's code writes there, or the rest of an
-    earlier answer) is read and skipped."""
+    earlier answer) is read and skipped.
 
-    def __init__(self, shared: Shared, tests: int, seconds: float):
+    Its states, as the harness sees them: running (it may answer), then ended (``self.end``, set once,
+    when it is reaped: ("exit", status) or ("signal", number)). Whenever the harness waits for an answer
+    it gets one of: the frame awaited; "timeout" (nothing by the deadline; the child is then killed);
+    "large" (a line past MAX_FRAME); or the child's end, whatever its status, 0 included: a child ends by
+    itself only before it answered. A child that ends after its last answer of a test costs nothing: the
+    next test gets a new one (see :meth:`gone`)."""
+
+    def __init__(self, shared: calling.Layout, tests: int, seconds: float):
         to_child, self.requests = os.pipe()
         self.answers, from_child = os.pipe()
         self.deadline = time.monotonic() + seconds  # (the caller sets it again for each test)
         self.failures: list = []  # the cells that raised, reported with each test it runs
         self.pid = os.fork()
         if self.pid == 0:
+            status = 1  # (the harness's own code in the child raised: the student's code broke it)
             try:
                 os.close(self.requests)
                 os.close(self.answers)
                 child(shared, to_child, from_child, tests)
+                status = 0  # (the harness closed the requests: never before the child's last answer)
             finally:
-                os._exit(0)
+                os._exit(status)
         os.close(to_child)
         os.close(from_child)
+        os.set_blocking(self.requests, False)  # (a child that reads nothing cannot hold the harness)
         self.pidfd = os.pidfd_open(self.pid)
         self.buffer = b""
         self.seq = 0  # the number of the frame awaited (0: the cells')
+        self.answered = 0  # how many frames it sent that answered a request
+        self.end: tuple[str, int] | None = None
 
     def cells(self, seconds: float) -> tuple[str, object]:
         """Wait for the cells to have run: ("done", None), else (status, detail) as a test's."""
@@ -220,7 +251,10 @@ class Child:
         """("frame", the answer to the last request, as parsed JSON) or (status, detail) when none came."""
         while True:
             kind, frame = self._next()
-            if kind != "frame" or isinstance(frame, dict) and frame.get("seq") == self.seq:
+            if kind == "frame" and isinstance(frame, dict) and frame.get("seq") == self.seq:
+                self.answered += 1
+                return kind, frame
+            if kind != "frame":
                 return kind, frame
             if time.monotonic() > self.deadline:  # (lines that keep coming do not hold the test past its time)
                 return "timeout", None
@@ -243,35 +277,53 @@ class Child:
         return "frame", parse_frame(line)
 
     def ended(self) -> tuple[str, object]:
-        """Wait for the child (it closed its pipe or ended): ("done"|"exit"|"signal", detail)."""
-        ready, _, _ = select.select([self.pidfd], [], [], max(self.deadline - time.monotonic(), 0.0))
-        if not ready:
-            return "timeout", None
+        """The child closed its pipe, or ended, before it answered: its end, ("exit", status) or
+        ("signal", number), once it has ended; "timeout" if it lives on past the deadline."""
+        if self.end is None:
+            ready, _, _ = select.select([self.pidfd], [], [], max(self.deadline - time.monotonic(), 0.0))
+            if not ready:
+                return "timeout", None
+            self._reap()
+        return self.end
+
+    def gone(self) -> bool:
+        """Whether the child has ended by now (it may, between two tests: a thread of the student's)."""
+        if self.end is None and select.select([self.pidfd], [], [], 0)[0]:
+            self._reap()
+        return self.end is not None
+
+    def _reap(self) -> None:
         _, status = os.waitpid(self.pid, 0)
-        self.pid = None
-        if os.WIFSIGNALED(status):
-            return "signal", os.WTERMSIG(status)
-        code = os.WEXITSTATUS(status)
-        return ("done", 0) if code == 0 else ("exit", code)
+        self.end = ("signal", os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit", os.WEXITSTATUS(status))
 
     def request(self, case: dict) -> bool:
+        """Send the next request, by the deadline; False if the child cannot take it (gone, or its pipe
+        closed or full until then)."""
         self.seq += 1
-        try:
-            send(self.requests, {**case, "seq": self.seq})
-            return True
-        except OSError:  # the child is gone
-            return False
+        data = (json.dumps({**case, "seq": self.seq}) + "\n").encode()
+        while data:
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([], [self.requests], [], left)[1]:
+                return False
+            try:
+                data = data[os.write(self.requests, data):]
+            except BlockingIOError:
+                continue
+            except OSError:  # (EPIPE: it closed its end, or is gone)
+                return False
+        return True
 
     def close(self) -> None:
+        """Kill it if it lives, and reap it."""
         os.close(self.requests)
-        if self.pid is not None:
+        if self.end is None:
             os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+            self._reap()
         os.close(self.answers)
         os.close(self.pidfd)
 
 
-def run_test(index: int, test: dict, shared: Shared, channel: Channel, job: Child, seconds: float) \
+def run_test(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child, seconds: float) \
         -> tuple[str, object]:
     """Each case of the test: ask, lay out, call in the child, observe. (status, detail); "done": the
     child may run the next test."""
@@ -283,7 +335,7 @@ def run_test(index: int, test: dict, shared: Shared, channel: Channel, job: Chil
             return "exit", "no inputs"
         laid = shared.lay_out(case["names"], specs)
         if not job.request({"function": case["function"], "names": case["names"], "specs": laid}):
-            return job.ended()
+            return job.ended()  # (its end, or "timeout": it lives but took no request)
         kind, outcome = job.frame()
         if kind != "frame":
             return (kind, round(seconds, 1)) if kind == "timeout" else (kind, outcome)
@@ -305,14 +357,15 @@ def parse_frame(line: bytes):
 
 
 def observed(outcome, changed: set[str], names: list[str]) -> dict:
-    """The child's outcome, with what the harness saw change in place (the child's own claim of a
-    change is kept: it can only cost it points; its claim of no change is never taken)."""
+    """The child's outcome (its result or its error: data, judged outside), with the arguments this process
+    saw change in its shared memory. Whatever the child says of its arguments is not read: everything else a
+    function receives cannot be changed in place (calling.build_argument), and an attempt to is its error."""
     if not isinstance(outcome, dict):
         outcome = {}
-    claimed = outcome.get("mutated")
-    claimed = {n for n in claimed if n in names} if isinstance(claimed, list) else set()
-    return {**{k: v for k, v in outcome.items() if k in ("result", "error", "missing")},
-            "mutated": [n for n in names if n in changed | claimed]}
+    kept = {k: v for k, v in outcome.items() if k in ("result", "error", "missing")}
+    if "result" in kept and not calling.at_most(kept["result"]):  # (the grader reads no more: its work stays small)
+        kept["result"] = calling.TOO_MANY_VALUES
+    return {**kept, "mutated": [n for n in names if n in changed]}
 
 
 def kill_the_rest(keep: int | None = None) -> None:
@@ -344,6 +397,7 @@ def kill_the_rest(keep: int | None = None) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        until_ended(living)
         for pid in (pid for pid, (_, parent) in found.items() if parent == me):
             try:
                 os.waitpid(pid, 0)  # (killed: it ends at once) the others are their parents' to reap
@@ -351,6 +405,26 @@ def kill_the_rest(keep: int | None = None) -> None:
                 pass
         if not living:
             break
+
+
+def until_ended(pids: list[int], seconds: float = 1.0) -> None:
+    """Wait (``seconds`` at most) until each of ``pids`` has ended: a process killed ends at once, but not
+    always before the next test could see it still running."""
+    waiting = []
+    for pid in pids:
+        try:
+            waiting.append(os.pidfd_open(pid))
+        except OSError:
+            pass  # already gone
+    deadline = time.monotonic() + seconds
+    try:
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for fd in select.select(waiting, [], [], left)[0]:  # (a pidfd is readable once its process ended)
+                waiting.remove(fd)
+                os.close(fd)
+    finally:
+        for fd in waiting:
+            os.close(fd)
 
 
 def processes() -> dict[int, tuple[bytes, int]]:
@@ -375,34 +449,62 @@ def main() -> None:
     if JOB.get("torch"):
         import torch  # imported once here, inherited by the child
         torch.set_num_threads(1)
-    shared, channel = Shared(int(JOB["shared_bytes"])), Channel()
+    shared, channel = shared_memory(int(JOB["shared_bytes"])), Channel()
     deadline = time.monotonic() + JOB["limits"]["notebook_s"]
     stuck = None  # the cells themselves never finished: every later test would hang the same way
-    job = None    # the child, while it lives
+    job = None    # the child the last test left running, if any
     for index, test in enumerate(JOB["tests"]):
         left = deadline - time.monotonic()
         if stuck or left <= 0:
             emit({"test": test["id"], "status": "cells" if stuck else "budget",
                   "detail": stuck or JOB["limits"]["notebook_s"]})
             continue
-        seconds = min(JOB["limits"]["test_s"], left)
-        if job is None:  # the first test, or the last one ended the child: a new one runs the cells
-            job = Child(shared, len(JOB["tests"]) - index, seconds)
-            status, detail = job.cells(seconds)
-        else:
-            job.deadline, status = time.monotonic() + seconds, "done"
-        if status == "done":
-            status, detail = run_test(index, test, shared, channel, job, seconds)
-        if status == "done" and job.pid is not None:
-            kill_the_rest(keep=job.pid)
-        else:  # the child ended, hung or sent too much (the status says which): it goes, the next test gets a new one
-            job.close()
-            job = None
-            kill_the_rest()
+        job, status, detail = test_in_a_child(index, test, shared, channel, job, min(JOB["limits"]["test_s"], left))
         if status == "cells":
             stuck = detail
         emit({"test": test["id"], "status": status, "detail": detail})
     # (a child still running ends with this process: the kernel ends the namespace with its pid 1)
+
+
+def test_in_a_child(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child | None, seconds: float) \
+        -> tuple[Child | None, str, object]:
+    """Run test ``index`` in ``job`` (the child the last test left running) or in a new one that runs the
+    cells first: (the child for the next test, None if it goes; the test's status and detail).
+
+    A test is charged only for an end in a child that ran it from the start: a reused child that
+    ends before answering anything of this test (a thread of an earlier test's, say) is replaced
+    and the test run again, once, in a new child; whatever ended it belongs to the tests before,
+    which have their answers. Every other end, a timeout or an answer too large costs this test."""
+    end = time.monotonic() + seconds
+    reported_cells = False
+    for _ in range(2):
+        if job is not None and job.gone():
+            job = discard(job)
+        reused = job is not None
+        if job is None:
+            job = Child(shared, len(JOB["tests"]) - index, end - time.monotonic())
+            status, detail = job.cells(seconds)
+            if reported_cells:
+                job.failures = []  # (the first try reported them already: once per test)
+        else:
+            job.deadline, status, detail = end, "done", None
+        if status != "done":
+            break
+        answered, reported_cells = job.answered, reported_cells or bool(job.failures)
+        status, detail = run_test(index, test, shared, channel, job, seconds)
+        if not (reused and status in ("exit", "signal") and job.answered == answered):
+            break
+        job = discard(job)
+    if status == "done" and not job.gone():
+        kill_the_rest(keep=job.pid)
+        return job, status, detail
+    return discard(job), status, detail  # it ended, hung or sent too much (the status says which)
+
+
+def discard(job: Child) -> None:
+    """End the child and everything its tests left running."""
+    job.close()
+    kill_the_rest()
 
 
 if __name__ == "__main__":

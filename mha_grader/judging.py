@@ -14,6 +14,7 @@ from . import frames, notebooks, sandbox
 SIGNALS = {9: "it was killed (usually: it used more memory than the limit allows)",
            24: "it used more CPU time than the limit allows", 11: "it crashed (segmentation fault)",
            6: "it aborted", 25: "it wrote a file larger than the limit allows"}
+COMPILE_ERRORS = {"SyntaxError", "IndentationError", "TabError"}
 
 
 def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cases: dict,
@@ -37,8 +38,12 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
                 "status": "missing" if missing else "unreadable", "seconds": 0.0, "sandbox_s": 0.0}
     try:
         prog = notebooks.program(release, nb)
-        refused = admission.refusals(prog.cells)  # the ready-made rule, decided here before anything runs
-        job = _job(prog, [] if refused else release.grade_cells, cases)
+        # the ready-made rule, decided here before anything runs: what each test's functions reach, and
+        # only that, runs; a test whose functions reach refused code is not run
+        calls = {g.id: {c.function for c in cases.get(g.id, [])} for g in release.grade_cells}
+        ruling = admission.admit(prog.cells, calls, trusted=len(release.setup))
+        prog.cells = ruling.cells
+        job = _job(prog, [g for g in release.grade_cells if g.id not in ruling.refused], cases)
     except Exception as err:  # noqa: BLE001 - a notebook that breaks the static checks is that notebook's problem
         return _ungradable(release, err, start)
     report = sandbox.run(job, limits, unsafe) if job["tests"] \
@@ -52,7 +57,7 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
                 "notes": [f"sandbox: {frames.text(report.stderr.strip(), 500)}"], "status": "infra",
                 "seconds": round(time.monotonic() - start, 3), **timing}
     try:
-        tests = _judge_all(release, cases, refused, prog, report, job, limits)
+        tests = _judge_all(release, cases, ruling, prog, report, job, limits)
     except Exception as err:  # noqa: BLE001 - whatever one notebook's results hold, the run goes on
         return {**_ungradable(release, err, start), **timing}
     return {"tests": tests, "notes": prog.notes, "status": "graded", "seconds": round(time.monotonic() - start, 3),
@@ -79,13 +84,14 @@ def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
     return {"torch": torch, "cells": prog.cells, "tests": tests}
 
 
-def _judge_all(release, cases, refused, prog, report, job, limits) -> list[dict]:
+def _judge_all(release, cases, ruling, prog, report, job, limits) -> list[dict]:
     events = frames.events(report.records, job)
     if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
         raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
     tests = []
     for g in release.grade_cells:
-        verdict = (False, admission.explain(refused), "ready-made or forbidden code") if refused else \
+        found = ruling.refused.get(g.id)
+        verdict = (False, admission.explain(found), "ready-made or forbidden code") if found else \
             _judge_test(g, cases[g.id], events.get(g.id, {}), prog, report, limits)
         tests.append(_result(g, *verdict))
     return tests
@@ -106,7 +112,8 @@ def _judge_test(g, cases: list, events: dict, prog, report, limits) -> tuple[boo
         if outcome is None:
             return False, _no_outcome(events, report, limits), _no_outcome_label(events)
         if "missing" in outcome:
-            return False, _missing(str(outcome["missing"]), events.get("cells", []), prog), "function not defined"
+            function, cells = str(outcome["missing"]), events.get("cells", [])
+            return False, _missing(function, cells, prog), _missing_label(function, cells, prog)
         try:
             verdict = checks.judge(case, outcome)
         except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
@@ -157,10 +164,20 @@ def _no_outcome_label(events: dict) -> str:
         status, "no result")
 
 
+def _missing_label(function: str, failures: list, prog) -> str:
+    """The mistake's label for a function that is not defined: its cause, as _missing says it in full."""
+    compiled = [f for f in failures if f.get("type") in COMPILE_ERRORS]
+    if compiled:
+        return f"{function}: its cell does not compile ({frames.text(str(compiled[0].get('type')), 40)})"
+    if failures:
+        return f"{function}: a cell raised {frames.text(str(failures[0].get('type')), 40)} before it was defined"
+    return f"{function}: no answer cell" if prog.missing else f"{function}: not defined (no function of that name)"
+
+
 def _missing(function: str, failures: list, prog) -> str:
     for failure in failures:
         line = f" on line {failure['line']}" if failure.get("line") else ""
-        if failure.get("type") in {"SyntaxError", "IndentationError", "TabError"}:
+        if failure.get("type") in COMPILE_ERRORS:
             return (f"The cell {failure.get('label')!r} does not compile: {failure.get('type')}{line} "
                     f"({failure.get('message')}), so {function} is not defined. Fix that line, then restart "
                     "and run all cells.")

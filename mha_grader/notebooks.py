@@ -1,7 +1,8 @@
 """Submissions read as data: which cells of a student's notebook the grader runs, and why.
 
 Nothing the student hands in is executed or followed here: a submission is a regular file (not
-a link) of bounded size, parsed as JSON, with bounded cells (see :func:`read_submission`). The
+a link) of bounded size, read once (:func:`read_file`), then parsed as JSON of bounded size and
+nesting, with bounded cells (:func:`parse`). The
 student's cells are matched to the release's by nbgrader grade id; where the metadata was
 stripped or edited, a solution cell is recognised by the function it defines. Grade (test) cells are never run: the hidden tests are the grader's.
 """
@@ -11,14 +12,18 @@ import json
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 MAX_NOTEBOOK_BYTES = 8 * 1024 * 1024  # the file
 MAX_JSON_VALUES = 500_000             # values in it (bounds the memory its decoding takes, ~70 MB at most)
 MAX_CELLS = 1_000
 MAX_CODE_CHARS = 100_000              # one code cell's source
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_JSON_DEPTH = 64                   # how deep its JSON nests (a notebook nests 6 or so; outputs a little more)
 MAX_AST_NODES, MAX_AST_DEPTH = 50_000, 100  # the syntax trees of all its code cells together; one's depth
 
 
@@ -95,55 +100,116 @@ def load_release(folder: Path) -> dict[str, Release]:
     return releases
 
 
-def read_submission(path: Path) -> tuple[dict | None, str, str]:
-    """(notebook, sha256 of its bytes, "") or (None, sha256 or "", why it is not read).
+@dataclass(frozen=True)
+class Read:
+    """One read of a submitted file: its bytes, or why it was refused (then ``raw`` is None).
 
-    The work is bounded whatever the file holds: its size, the number of values its JSON decodes
-    to, its cells, each code cell's size and syntax tree (the static checks and the grader walk
-    them); a notebook past a bound is not graded, and the reason says which bound."""
-    raw, reason = _read_bytes(path)
-    if raw is None:
-        return None, "", reason
-    digest = hashlib.sha256(raw).hexdigest()
-    values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")  # >= the containers and items it decodes to
-    if values > MAX_JSON_VALUES:
-        return None, digest, f"holds more than {MAX_JSON_VALUES} JSON values, more than a notebook may have"
+    ``status`` is what the file's status said just before its bytes were read (:func:`status`; of the
+    link or folder itself when refused; None when there is nothing at the path), ``at_ns`` when."""
+    raw: bytes | None
+    status: list | None
+    reason: str = ""
+    at_ns: int = 0
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.raw).hexdigest() if self.raw is not None else ""
+
+
+def status(path: Path | str | None) -> list | None:
+    """What identifies a file's version without opening it: [type and mode, device, inode, size, mtime,
+    ctime (ns)] of the path itself (a link is not followed), or None when nothing is there."""
     try:
-        nb = json.loads(raw)
-    except (ValueError, RecursionError, MemoryError):
-        return None, digest, "is not a notebook (its file is not valid JSON, or is nested too deep)"
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        return None, digest, "is not a notebook (it has no list of cells)"
-    nb["cells"] = [c for c in nb["cells"] if isinstance(c, dict)]
-    problem = _past_bounds(nb["cells"])
-    return (None, digest, problem) if problem else (nb, digest, "")
+        return _status(os.lstat(path)) if path else None
+    except OSError:
+        return None
 
 
-def fingerprint(path: Path) -> str:
-    """What identifies a submitted file's content without decoding it: its sha256, or why it is not read."""
-    raw, reason = _read_bytes(path)
-    return hashlib.sha256(raw).hexdigest() if raw is not None else reason
+def _status(info: os.stat_result) -> list:
+    return [info.st_mode, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-def _read_bytes(path: Path) -> tuple[bytes | None, str]:
-    """The bytes of a regular file of bounded size, never following a link; or (None, why not)."""
+def read_file(path: Path | str) -> Read:
+    """The bytes of a regular file of at most MAX_NOTEBOOK_BYTES, read once through one open descriptor
+    (a link is never followed, nothing that is not a regular file is opened for reading), with the
+    status of what was opened; or the refusal, with the status of what is at the path."""
+    at = time.time_ns()
     try:
         info = os.lstat(path)
     except OSError as err:
-        return None, f"cannot be read ({err.strerror})"
+        return Read(None, None, f"cannot be read ({err.strerror})", at)
     if not stat.S_ISREG(info.st_mode):
-        return None, "is not a regular file (a link or a folder), so it is not read"
+        return Read(None, _status(info), "is not a regular file (a link or a folder), so it is not read", at)
     if info.st_size > MAX_NOTEBOOK_BYTES:
-        return None, f"is {info.st_size} bytes, more than the {MAX_NOTEBOOK_BYTES} a notebook may have"
+        return Read(None, _status(info), f"is {info.st_size} bytes, more than the {MAX_NOTEBOOK_BYTES} a "
+                                         "notebook may have", at)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as err:
-        return None, f"cannot be read ({err.strerror})"
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:  # (replaced by a link since: ELOOP)
+        return Read(None, _status(info), f"cannot be read ({err.strerror})", at)
     with os.fdopen(fd, "rb") as fh:
-        raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):  # replaced by a fifo or a device between lstat and open
+            return Read(None, _status(opened), "is not a regular file (a link or a folder), so it is not read", at)
+        try:
+            raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
+        except OSError as err:
+            return Read(None, _status(opened), f"cannot be read ({err.strerror})", at)
     if len(raw) > MAX_NOTEBOOK_BYTES:
-        return None, f"grew past the {MAX_NOTEBOOK_BYTES} bytes a notebook may have while it was read"
-    return raw, ""
+        return Read(None, _status(opened), f"grew past the {MAX_NOTEBOOK_BYTES} bytes a notebook may have "
+                                           "while it was read", at)
+    return Read(raw, _status(opened), "", at)
+
+
+def parse(raw: bytes) -> tuple[dict | None, str]:
+    """(the notebook, "") or (None, why it is not graded), from a submitted file's bytes.
+
+    The work is bounded whatever the bytes hold, each bound checked before the work it bounds: the
+    number of values the JSON decodes to and its nesting (both counted on the bytes, before anything
+    is decoded), its cells, each code cell's size and syntax tree (the static checks and the grader
+    walk them); a notebook past a bound is not graded, and the reason says which bound."""
+    values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")  # >= the containers and items it decodes to
+    if values > MAX_JSON_VALUES:
+        return None, f"holds more than {MAX_JSON_VALUES} JSON values, more than a notebook may have"
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        return None, f"is nested more than {MAX_JSON_DEPTH} levels deep, more than a notebook is"
+    try:
+        nb = json.loads(raw)
+    except (ValueError, RecursionError, MemoryError):
+        return None, "is not a notebook (its file is not valid JSON)"
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None, "is not a notebook (it has no list of cells)"
+    nb["cells"] = [c for c in nb["cells"] if isinstance(c, dict)]
+    problem = _past_bounds(nb["cells"])
+    return (None, problem) if problem else (nb, "")
+
+
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+DEPTH_CHUNK = 1 << 20
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep the JSON text ``raw`` nests (its brackets outside strings), in time linear in its
+    length and memory of a few MB, without decoding it. Exact for valid JSON; for text that is not,
+    at least the depth that a decoder reaches before it stops at the first error."""
+    structure = np.frombuffer(JSON_STRING.sub(b"", raw), np.uint8)
+    deepest = level = 0
+    for start in range(0, len(structure), DEPTH_CHUNK):
+        chunk = structure[start:start + DEPTH_CHUNK]
+        steps = (chunk == ord("[")).astype(np.int32) + (chunk == ord("{")) - (chunk == ord("]")) - (chunk == ord("}"))
+        levels = level + np.cumsum(steps, dtype=np.int64)
+        deepest, level = max(deepest, int(levels.max())), int(levels[-1])
+    return deepest
+
+
+def read_submission(path: Path) -> tuple[dict | None, str, str]:
+    """(notebook, sha256 of its bytes, "") or (None, sha256 or "", why it is not read): one read, then
+    :func:`parse`."""
+    read = read_file(path)
+    if read.raw is None:
+        return None, "", read.reason
+    nb, reason = parse(read.raw)
+    return nb, read.digest, reason
 
 
 def _past_bounds(cells: list[dict]) -> str | None:
@@ -186,37 +252,13 @@ def syntax_size(code: str, budget: int) -> tuple[int, str | None]:
     return count, None
 
 
-COURSE_PACKAGES = {"mha_lib", "mha_checks", "mha_grader"}
-
-
-def _course_import(node: ast.AST) -> bool:
-    """`import mha_checks` / `from mha_lib import ...`: the visible tests' plumbing, not an answer."""
-    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [getattr(node, "module", "") or ""]
-    return isinstance(node, ast.Import | ast.ImportFrom) and all(n.split(".")[0] in COURSE_PACKAGES for n in names)
-
-
-def definitions_only(code: str) -> str:
-    """From a free cell, the top-level imports, functions, classes and plain assignments (a
-    helper the student wrote there); demos, prints, experiments and the course's own test
-    imports are not run."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return ""
-    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    nodes = [n for n in tree.body if (isinstance(n, keep) and not _course_import(n)) or (
-        isinstance(n, ast.Assign | ast.AnnAssign) and all(isinstance(t, ast.Name) for t in
-                                                          (n.targets if isinstance(n, ast.Assign) else [n.target])))]
-    return "\n".join(ast.get_source_segment(code, n) or "" for n in nodes)
-
-
 def program(release: Release, nb: dict) -> Program:
-    """The cells to run for ``nb``: the release's read-only cells, then the student's solution
-    cells (whole) and the definitions of their other code cells, in the student's order."""
+    """The candidate cells for ``nb``: the release's read-only cells, then the student's code cells
+    (solution cells by their grade id, the others as "cell N"), in the student's order. Which of their
+    statements run is decided by the ready-made rule (:func:`mha_checks.admission.admit`): only what the
+    graded functions reach, so a free cell's plots, timing and try-it comparisons never run."""
     prog = Program(cells=[dict(c) for c in release.setup])
     locked = {c["label"] for c in release.setup} | {g.id for g in release.grade_cells}
-    given = {source(c).strip() for c in release.cells if c.get("cell_type") == "code"
-             and not nbgrader_meta(c).get("solution")}  # the release's own code (tests, try-it cells)
     found: dict[str, int] = {}
     student = []
     for i, cell in enumerate(nb["cells"]):
@@ -224,7 +266,7 @@ def program(release: Release, nb: dict) -> Program:
             continue
         meta, code = nbgrader_meta(cell), source(cell)
         gid = meta.get("grade_id")
-        if gid in locked or code.strip() in given:
+        if gid in locked or not code.strip():
             continue
         if gid in release.solutions and gid not in found:
             found[gid] = i
@@ -239,8 +281,8 @@ def program(release: Release, nb: dict) -> Program:
             prog.notes.append(f"Cell {i + 1} lost its nbgrader metadata; it is graded as the answer "
                               f"{owner!r} because it defines {', '.join(release.solutions[owner])}.")
             student.append({"label": owner, "source": code})
-        elif definitions := definitions_only(code):
-            student.append({"label": f"cell {i + 1}", "source": definitions})
+        else:
+            student.append({"label": f"cell {i + 1}", "source": code})
     prog.missing = [s for s in release.solutions if s not in found]
     prog.cells += student
     prog.notes += tampering(release, nb)

@@ -1,18 +1,29 @@
 """Run inside the sandbox by `sandbox.probe()`: test each isolation claim from where student code runs.
 
+As the harness does, the probe's pid 1 forks a child that becomes the student (as_student.py) and
+every check runs there; pid 1 itself only counts the signals that land on it, and says so last.
 Each line: {"check": the claim, "ok": bool, "detail": what was seen, "fix": what to change}. The
 grader refuses to grade unless every check is ok (or the instructor passes --unsafe-no-sandbox).
-sandbox.probe adds the claims only the outside can see (the job's cgroup, distinct uids). Nothing
-here sends a byte off this machine: the network check tries the host's loopback only.
+sandbox.probe adds the claims only the outside can see (the job's cgroup, distinct uids, no other
+process holding a sandbox uid). Nothing here sends a byte off this machine: the network check tries
+the host's loopback only.
 """
 import ctypes
 import errno
+import fcntl
 import json
+import mmap
 import os
 import resource
+import select
+import signal
 import socket
+import struct
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import as_student  # noqa: E402 - copied next to this file into the job folder
 
 OUT = int(sys.argv[1])
 JOB = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")))
@@ -20,6 +31,8 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 ROOT_FIX = "run the grader as root on Linux (namespaces and mounts are system calls)"
 DEFAULTS = "grade with the sandbox's defaults (sandbox.Hardening and sandbox.Limits are weakened)"
 MOUNTS = "keep the course, the secret and home folders outside /usr, /lib, /bin and the Python installation"
+FILTER = "install libseccomp2 and the pinned pyseccomp (make venv), and grade with the sandbox's defaults"
+LANDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)  # tried on pid 1
 
 
 def report(check: str, ok: bool, detail: str = "", fix: str = ROOT_FIX) -> None:
@@ -42,9 +55,9 @@ def read(path: str) -> str:
         return f"({err.strerror})"
 
 
-STATUS = {key: value.strip() for key, _, value in
-          (line.partition(":") for line in read("/proc/self/status").splitlines())}
-CAPABILITIES = STATUS.get("CapEff", "?")
+def status(pid: str = "self") -> dict[str, str]:
+    lines = read(f"/proc/{pid}/status").splitlines()
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
 
 
 def user_and_processes() -> None:
@@ -77,12 +90,12 @@ def files() -> None:
 def network() -> None:
     ok, why = cannot(lambda: socket.create_connection(("127.0.0.1", JOB["port"]), timeout=2).close())
     report("no network (not even the host's loopback)", ok, why)
-    interfaces = sorted(name for _, name in socket.if_nameindex())
+    interfaces = sorted(line.split(":")[0].strip() for line in read("/proc/net/dev").splitlines()[2:])
     report("no network interface but loopback", interfaces == ["lo"], f"interfaces: {', '.join(interfaces)}")
 
 
 def privileges_and_limits() -> None:
-    status = STATUS
+    status = STATUS  # (as the student)
     held = {k: status.get(k, "?") for k in ("CapEff", "CapPrm", "CapBnd")}
     report("no capabilities", all(v.strip("0") == "" for v in held.values()), str(held))
     report("no new privileges", status.get("NoNewPrivs", "").strip() == "1", f"NoNewPrivs {status.get('NoNewPrivs')}")
@@ -95,58 +108,232 @@ def privileges_and_limits() -> None:
            DEFAULTS)
     report("process limit", resource.getrlimit(resource.RLIMIT_NPROC)[0] != resource.RLIM_INFINITY, "", DEFAULTS)
     report("seccomp filter loaded", status.get("Seccomp", "").strip() == "2",
-           f"Seccomp {status.get('Seccomp', '?').strip()}", "install libseccomp2 and the pinned pyseccomp (make venv)")
+           f"Seccomp {status.get('Seccomp', '?').strip()}", FILTER)
 
 
 def keyring() -> None:
     """Only this job's own, empty keyrings are in view: nothing of the grader's session, nothing an
     earlier job of this uid left."""
     uid, seen, bad = os.getuid(), [], []
+    job_uids = {uid, PID_1_UID}  # (the session keyring is pid 1's, joined fresh before the child was forked)
     for line in read("/proc/keys").splitlines():
         fields = line.split(None, 8)
         if len(fields) < 9:
             continue
         owner, kind, (name, _, summary) = int(fields[5]), fields[7], fields[8].partition(": ")
         seen.append(f"{kind} {name} of uid {owner}: {summary}")
-        own = kind == "keyring" and owner == uid and name in ("_ses", f"_uid.{uid}", f"_uid_ses.{uid}")
+        own = kind == "keyring" and (owner == uid and name in (f"_uid.{uid}", f"_uid_ses.{uid}")
+                                     or owner in job_uids and name == "_ses")
         if not own or (name != f"_uid_ses.{uid}" and summary != "empty"):
             bad.append(seen[-1])
     report("private keyring", not bad, "; ".join(bad or seen) or "no keys in view",
            "the grader needs keyctl(2) (kernel keyrings) and the pinned pyseccomp")
 
 
-def closed_calls() -> None:
-    """Each system call the filter closes, tried with zero arguments in a child: ENOSYS from all.
-    Only tried without privileges (a privileged process could change the host with some of them)."""
+def refused_calls() -> None:
+    """Every call number the filter does not admit (all of 0..sweep_end but the admitted ones, named or
+    not), tried with zero arguments: ENOSYS from each. Tried in a disposable child, watched from here:
+    a call that ends it or blocks it (as it would if admitted: pause, seccomp...) is named, and the
+    sweep goes on in a new child from the next number."""
     if os.getuid() == 0 or CAPABILITIES.strip("0"):
-        report("closed system calls refused", False, "not tried: the probe runs with privileges")
+        report("system calls outside the allowlist refused", False, "not tried: the probe runs with privileges")
         return
+    admitted = set(JOB["admitted"])
+    todo = [n for n in range(JOB["sweep_end"]) if n not in admitted]
+    admitted_here = []
+    kernel_passes = {int(n): way for n, (_, way) in JOB["passed_by_the_kernel"].items()}  # (no filter sees them)
+    while todo:
+        results, stopped = _sweep(todo)
+        admitted_here += [f"{JOB['names'].get(str(n), f'#{n}')} ({errno.errorcode.get(code, code)})"
+                          for n, code in results.items()
+                          if code != errno.ENOSYS and errno.errorcode.get(code) != kernel_passes.get(n)]
+        todo = todo[len(results):]
+        if stopped and todo:  # the call after the last answered one ended or blocked the child
+            if stopped != f"it ended the process ({kernel_passes.get(todo[0])})":
+                admitted_here.append(f"{JOB['names'].get(str(todo[0]), f'#{todo[0]}')} ({stopped})")
+            todo = todo[1:]
+    flags = 0x10000000 | signal.SIGCHLD  # clone(CLONE_NEWUSER | SIGCHLD): clone is admitted, but in no namespace
+    result = LIBC.syscall(ctypes.c_long(JOB["numbers"]["clone"]), ctypes.c_long(flags), *[ctypes.c_long(0)] * 5)
+    if result == 0:
+        os._exit(0)
+    if result > 0:
+        os.waitpid(result, 0)
+        admitted_here.append("clone with a namespace flag")
+    tried = JOB["sweep_end"] - len(admitted)
+    report("system calls outside the allowlist refused", not admitted_here,
+           ", ".join(admitted_here[:30]) or f"all {tried} refused (ENOSYS)", FILTER)
+
+
+def _sweep(numbers: list[int]) -> tuple[dict[int, int], str]:
+    """({number: errno, 0 if it succeeded} for the calls tried in order, why the child stopped early or "")."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        got = {}
-        for name, number in JOB["closed"].items():
+        me = os.getpid()
+        for number in numbers:
             result = LIBC.syscall(ctypes.c_long(number), *[ctypes.c_long(0)] * 6)
-            if result == 0 and name in ("clone", "clone3"):
-                os._exit(0)  # (not refused: this is the new child)
-            got[name] = ctypes.get_errno() if result < 0 else 0
-        flags = 0x10000000 | 17  # clone(CLONE_NEWUSER | SIGCHLD): a new namespace
-        result = LIBC.syscall(ctypes.c_long(JOB["clone"]), ctypes.c_long(flags), *[ctypes.c_long(0)] * 5)
-        if result == 0:
-            os._exit(0)
-        if result > 0:
-            os.waitpid(result, 0)
-        got["clone with a namespace flag"] = ctypes.get_errno() if result < 0 else 0
-        os.write(write_end, json.dumps(got).encode())
+            code = ctypes.get_errno() if result < 0 else 0
+            if LIBC.getpid() != me:
+                os._exit(0)  # (a new process: a fork-like call was admitted)
+            os.write(write_end, b"%d %d\n" % (number, code))
         os._exit(0)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as fh:
-        got = json.loads(fh.read() or b"{}")
-    os.waitpid(pid, 0)
-    open_calls = [f"{name} ({errno.errorcode.get(code, code)})" for name, code in got.items() if code != errno.ENOSYS]
-    report("closed system calls refused", got and not open_calls, ", ".join(open_calls) or f"{len(got)} refused",
-           "install libseccomp2 and the pinned pyseccomp (make venv)")
+    results, buffer, why = {}, b"", ""
+    while True:
+        ready, _, _ = select.select([read_end], [], [], 3.0)
+        if not ready:
+            why = "it blocked"
+            os.kill(pid, signal.SIGKILL)
+            break
+        chunk = os.read(read_end, 1 << 16)
+        if not chunk:
+            break
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            number, code = map(int, line.split())
+            results[number] = code
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    if len(results) < len(numbers) and not why:
+        why = f"it ended the process ({_ending(status)})"
+    return results, why
+
+
+def _ending(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return signal.Signals(os.WTERMSIG(status)).name
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+def ended_by(action) -> str:
+    """How a child that runs ``action`` ended: "SIGSYS", "SIGSEGV", ... or "" if it returned."""
+    pid = os.fork()
+    if pid == 0:
+        action()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else ""
+
+
+def foreign_architectures() -> None:
+    """A call under x32's numbers and one through the i386 entry (int 0x80): each kills the process that
+    makes it (SIGSYS, the filter's bad-architecture action). A kernel without the i386 entry faults
+    (SIGSEGV) before any filter is asked: that entry is closed too."""
+    x32 = ended_by(lambda: LIBC.syscall(ctypes.c_long(0x40000000 | JOB["getpid"])))
+    code = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    code.write(bytes([0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0xC3]))  # mov eax, 20 (i386 getpid); int 0x80; ret
+    i386 = ended_by(ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(code))))
+    report("calls of another architecture kill the job", x32 == "SIGSYS" and i386 in ("SIGSYS", "SIGSEGV"),
+           f"x32 getpid: {x32 or 'it returned'}; i386 getpid (int 0x80): {i386 or 'it returned'}", FILTER)
+
+
+def sockets() -> None:
+    """No socket of any family opens (a job needs none: AF_VSOCK, netlink, the network, AF_UNIX)."""
+    opened = []
+    for family in range(1, 64):
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_SEQPACKET, socket.SOCK_RAW):
+            fd = LIBC.socket(family, kind, 0)
+            if fd >= 0:
+                os.close(fd)
+                opened.append(_family(family))
+                break
+    report("no socket opens, of any family", not opened, ", ".join(opened) or "none opened", FILTER)
+
+
+def _family(number: int) -> str:
+    try:
+        return socket.AddressFamily(number).name
+    except ValueError:
+        return f"family {number}"
+
+
+def pid_1_out_of_reach() -> None:
+    """Nothing the student's code runs reaches pid 1: another uid, and no signal, limit, trace or OOM
+    score of it can be changed (each tried without changing anything if it worked)."""
+    if not JOB["rootless"]:
+        report("pid 1 under another uid than the student's code", PID_1_UID != os.getuid(),
+               f"pid 1: uid {PID_1_UID}; the student's: {os.getuid()}", DEFAULTS)
+    numbers, reached = JOB["numbers"], []
+
+    def attempt(what: str, result: int) -> None:
+        if result >= 0:
+            reached.append(what)
+    def call(name: str, *args) -> int:
+        return LIBC.syscall(ctypes.c_long(numbers[name]), *(a if isinstance(a, ctypes.Array) or a is None
+                                                            else ctypes.c_long(a) for a in args))
+    for sig in LANDING:
+        attempt(f"kill(1, {sig.name})", call("kill", 1, sig))
+        attempt(f"tgkill(1, 1, {sig.name})", call("tgkill", 1, 1, sig))
+    info = (ctypes.c_int * 32)(int(signal.SIGUSR1), 0, -1)  # siginfo: SIGUSR1, SI_QUEUE
+    attempt("rt_sigqueueinfo(1, SIGUSR1)", call("rt_sigqueueinfo", 1, signal.SIGUSR1, info))
+    pidfd = call("pidfd_open", 1, 0)
+    if pidfd >= 0:
+        attempt("pidfd_send_signal(pid 1, SIGUSR1)", call("pidfd_send_signal", pidfd, signal.SIGUSR1, None, 0))
+        os.close(pidfd)
+    limit = (ctypes.c_uint64 * 2)()
+    if call("prlimit64", 1, resource.RLIMIT_NOFILE, None, limit) >= 0:
+        reached.append("prlimit64(1, RLIMIT_NOFILE) read")
+        attempt("prlimit64(1, RLIMIT_NOFILE) set", call("prlimit64", 1, resource.RLIMIT_NOFILE, limit, None))
+    niceness = call("getpriority", 0, 1)  # (the raw call answers 20 - nice)
+    if niceness > 0:
+        attempt("setpriority(pid 1)", call("setpriority", 0, 1, 20 - niceness))  # (to the value it has)
+    buffer = ctypes.create_string_buffer(8)
+    local = (ctypes.c_void_p * 2)(ctypes.addressof(buffer), 8)
+    remote = (ctypes.c_void_p * 2)(id(None), 8)  # (an address mapped in pid 1 too: a copy of this process)
+    attempt("process_vm_readv(pid 1)", call("process_vm_readv", 1, local, 1, remote, 1, 0))
+    for path, mode in (("/proc/1/mem", os.O_RDONLY), ("/proc/1/oom_score_adj", os.O_WRONLY)):
+        try:
+            os.close(os.open(path, mode))
+            reached.append(f"open {path}")
+        except OSError:
+            pass
+    report("no signal, limit, trace or OOM score of pid 1 within reach", not reached,
+           ", ".join(reached) or "each refused", DEFAULTS)
+
+
+def shared_files() -> None:
+    """No lock or watch on a file of the host's /usr (seen by the host and by every other job): flock,
+    record locks (classic and open-file), a lease, directory notification, inotify, fanotify."""
+    usr_file = next((e.path for e in os.scandir("/usr/bin") if e.is_file(follow_symlinks=False)), "/usr/bin/env")
+    fd, folder = os.open(usr_file, os.O_RDONLY), os.open("/usr/bin", os.O_RDONLY | os.O_DIRECTORY)
+    worked = []
+    record = struct.pack("hhqqi4x", fcntl.F_RDLCK, 0, 0, 0, 0)  # struct flock: read lock of the whole file
+    tries = {"flock": lambda: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB),
+             "F_SETLK": lambda: fcntl.fcntl(fd, fcntl.F_SETLK, record),
+             "F_OFD_SETLK": lambda: fcntl.fcntl(fd, fcntl.F_OFD_SETLK, record),
+             "F_SETLEASE": lambda: fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK),
+             "F_NOTIFY": lambda: fcntl.fcntl(folder, fcntl.F_NOTIFY, fcntl.DN_ACCESS),
+             "inotify": lambda: _watch(LIBC.inotify_init1(0), folder),
+             "fanotify": lambda: _checked(LIBC.fanotify_init(0x200, 0))}  # FAN_REPORT_FID: the unprivileged form
+    for name, action in tries.items():
+        try:
+            action()
+            worked.append(name)
+        except OSError:
+            pass
+    os.close(fd)
+    os.close(folder)
+    report("no lock or watch on the host's files", not worked, ", ".join(worked) or f"each refused ({usr_file})",
+           FILTER)
+
+
+def _checked(fd: int) -> int:
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "refused")
+    os.close(fd)
+    return fd
+
+
+def _watch(fd: int, folder: int) -> None:
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "refused")
+    try:
+        if LIBC.inotify_add_watch(fd, f"/proc/self/fd/{folder}".encode(), 1) < 0:  # IN_ACCESS
+            raise OSError(ctypes.get_errno(), "refused")
+    finally:
+        os.close(fd)
 
 
 def host_paths() -> None:
@@ -171,13 +358,40 @@ def spend() -> None:
     os.waitpid(pid, 0)
 
 
-user_and_processes()
-files()
-network()
-privileges_and_limits()
-keyring()
-closed_calls()
-host_paths()
-spend()
-report("uid", True, str(os.getuid()))  # (for the outside's check that concurrent jobs differ)
-time.sleep(JOB.get("hold_s", 0))
+def as_the_student() -> None:
+    """Every check, from where student code runs: a child of pid 1 that became the student."""
+    global STATUS, CAPABILITIES
+    as_student.become(JOB["student"])
+    STATUS = status()
+    CAPABILITIES = STATUS.get("CapEff", "?")
+    user_and_processes()
+    files()
+    network()
+    privileges_and_limits()
+    keyring()
+    refused_calls()
+    foreign_architectures()
+    sockets()
+    pid_1_out_of_reach()
+    shared_files()
+    host_paths()
+    spend()
+    report("uid", True, str(os.getuid()))  # (for the outside's check that concurrent jobs differ)
+
+
+LANDED: list[str] = []
+PID_1_UID = int(status("1").get("Uid", "-1").split()[0])
+STATUS, CAPABILITIES = {}, "?"
+if __name__ == "__main__":
+    for number in LANDING:
+        signal.signal(number, lambda n, _: LANDED.append(signal.Signals(n).name))
+    student = os.fork()
+    if student == 0:
+        try:
+            as_the_student()
+        finally:
+            os._exit(0)
+    os.waitpid(student, 0)
+    report("no signal from the student's code lands on pid 1", not LANDED, ", ".join(LANDED) or "none landed",
+           DEFAULTS)
+    time.sleep(JOB.get("hold_s", 0))

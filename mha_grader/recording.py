@@ -30,7 +30,7 @@ MAX_WRITING = 64  # ... with at most this many notebooks' files waiting (each ho
 class Recorder:
     def __init__(self, course, writer):
         self.course, self.writer = course, writer
-        self.keys: dict[tuple[str, str], str] = {}  # (student, notebook) -> stamp key, queued
+        self.keys: dict[tuple[str, str], dict] = {}  # (student, notebook) -> its stamp, queued
         self.written: dict[tuple[str, str], cf.Future] = {}  # (student, notebook) -> the writing of its files
         self.files = cf.ThreadPoolExecutor(FILE_THREADS, thread_name_prefix="mha-files")
         self.writing: deque[cf.Future] = deque()  # the writings not known to be done, in order
@@ -39,16 +39,21 @@ class Recorder:
 
     def record(self, job: dict, result: dict) -> None:
         """Files now (written by the file threads), the grades with the next commit, the stamp once both are
-        done. Raises what a commit or a file write that ended meanwhile raised (of this notebook or another)."""
+        done. Raises what a commit or a file write that ended meanwhile raised (of this notebook or another).
+        A result "unchanged" (the bytes its stamp was made from, jobs.py) has nothing to record: its stamp,
+        renewed, is written at once."""
         start, cpu = time.monotonic(), time.thread_time()
         student, name = job["student"], job["notebook"]
+        if result.get("unchanged"):
+            self.course.stamp(student, {name: job["stamp"]})
+            return
         self.written[(student, name)] = self.files.submit(self._write, student, name, result,
                                                           result.pop("feedback"))
         self.writing.append(self.written[(student, name)])
         while self.writing and (self.writing[0].done() or len(self.writing) > MAX_WRITING):
             cf.wait([self.writing.popleft()])  # (its error, if any, is raised when it is to be stamped)
         self.writer.record(student, name, result["tests"])
-        self.keys[(student, name)] = job["key"]
+        self.keys[(student, name)] = job["stamp"]
         self.count += 1
         self._stamp(self.writer.committed(wait=len(self.writer.pending) >= MAX_QUEUED))
         if len(self.writer.pending) >= BATCH or start - self.last_flush >= FLUSH_S:

@@ -19,15 +19,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mha_checks.hidden import hidden_cases
 from sqlalchemy.exc import DBAPIError
 
-from . import course as course_mod, execute, notebooks, recording, report, sandbox
+from . import course as course_mod, execute, jobs, recording, report, resume as resume_mod, sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter, Silent
 from .lock import CourseLock, Held, Unwritable
 from .recording import Recorder
-from .stopping import Stop, Stopped, resume_command
+from .stopping import Stop, Stopped
 
 EXIT_FAILED, EXIT_MISSING, EXIT_NO_ISOLATION, EXIT_LOCKED, EXIT_NOT_RECORDED, EXIT_WORKERS = 1, 2, 3, 4, 5, 6
 EXIT_SCHEDULER = 7  # the Dask scheduler went away or stopped answering
@@ -41,7 +40,7 @@ class NotRecorded(RuntimeError):
 def grade(args, stop: Stop | None = None, resume: str = "") -> int:
     """Grade the course of ``args``; returns the exit status (the README's table). ``stop`` is installed by
     the caller (cli: before the imports) or here; ``resume`` is the command that resumes (secrets masked)."""
-    resume = resume or resume_command(getattr(args, "argv", None))
+    resume = resume or resume_mod.command(getattr(args, "argv", None))
     if stop is None:
         stop = Stop()
         with stop.installed():
@@ -92,7 +91,10 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
     report.status("reading the course and planning the jobs")
     with stop.waiting():
         course = course_mod.Course(root, args.assignment, args.db_url)
-        plan, notes = _plan(course, key, args)
+        plan, notes = jobs.plan(course, key, args)
+    if args.force and plan:  # from here a stop leaves the rest ungraded, and the plain command grades it
+        _forget(course, plan)
+        resume = resume_mod.command(getattr(args, "argv", None), force=False)
     try:
         writer = GradebookWriter(course.db_url, course.assignment, stop.requested)
     except Exception as err:  # noqa: BLE001 - said in one sentence, see _not_recorded
@@ -101,24 +103,27 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
         return EXIT_NOT_RECORDED
     recorder = Recorder(course, writer)
     try:
-        return _run(args, course, plan, notes, recorder, stop, resume)
+        return _run(args, course, plan, notes, recorder, stop, resume, jobs.Maker(course, key, args.force))
     finally:
         recorder.close()
         _close_quietly(writer)
 
 
-def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, stop: Stop, resume: str) -> int:
-    """Execute the plan, recording each result as it arrives; stop cleanly when told or when recording fails."""
+def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, stop: Stop, resume: str,
+         make: jobs.Maker) -> int:
+    """Execute the plan (each record's job made by ``make`` when its turn comes), recording each result as it
+    arrives; stop cleanly when told or when recording fails."""
     limits = sandbox.Limits(test_s=args.test_seconds, test_cpu_s=max(1, int(args.test_seconds)),
                             notebook_s=args.notebook_seconds)
-    results, failed = [], []
+    results, failed, unchanged = [], [], 0
     progress = report.Progress(len(plan), "Dask" if args.scheduler else f"{max(1, args.workers)} worker(s)")
     backend = None
     try:
         with stop.waiting():
             backend = _backend(args, course, limits)
             gc.freeze()  # start-up's objects (torch's, the plan's) live to the end: no collection walks them again
-            backend.start(plan)
+            backend.start(plan, make)
+            progress.watch(backend.in_progress)
         arrivals = backend.results(recording.QUIET_S)
         while True:
             with stop.waiting():
@@ -135,6 +140,8 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
             if "failed" in result:
                 job["error"] = result["failed"]
                 failed.append(job)
+            elif result.get("unchanged"):  # the bytes its stamp was made from: only the stamp was renewed
+                unchanged += 1
             else:
                 results.append((job, _kept(result)))
             progress.step()
@@ -154,11 +161,11 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
                 execute.SchedulerLost: EXIT_SCHEDULER}[type(err)]
     finally:
         if backend is not None:
-            if len(results) + len(failed) < len(plan):  # an unexpected error: nothing keeps running
+            if len(results) + len(failed) + unchanged < len(plan):  # an unexpected error: nothing keeps running
                 backend.stop()
             backend.close()
     progress.done()
-    notes += _changed_during_the_run(results)
+    notes += jobs.notes_after(course, results, failed)
     seconds = progress.elapsed()
     try:
         with stop.waiting():  # (reading a large class's stored results takes a while)
@@ -171,10 +178,11 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
         print(f"The summary was not written: {_not_recorded(err, course)}. Every grade is recorded; rerun to "
               f"write the tables: {resume}", file=sys.stderr)
         return EXIT_NOT_RECORDED
-    if results:  # recording is the one serial part of a run: with many workers, this process must keep up
-        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s); recording {recorder.seconds:.1f} s.\n"
-              f"Per notebook in this process: recording {recorder.cost()}; all its CPU "
-              f"{_own_cpu() / len(results) * 1000:.1f} ms.")
+    if results:
+        print(f"Grading took {seconds:.1f} s for {len(plan)} notebook(s).")
+    if results and getattr(args, "timing", False):  # recording is the one serial part of a run: this process must keep up
+        print(f"Recording took {recorder.seconds:.1f} s. Per notebook in this process: recording {recorder.cost()}; "
+              f"all its CPU {_own_cpu() / len(results) * 1000:.1f} ms.")
     return EXIT_FAILED if failed else 0
 
 
@@ -301,13 +309,6 @@ def _close_quietly(writer) -> None:
         pass
 
 
-def _changed_during_the_run(results: list) -> list[str]:
-    """Notes for the notebooks handed in again after they were planned: graded as they were; the next run
-    grades the new version (its stamp holds the old content's key)."""
-    return [f"{job['student']}/{job['notebook']}: changed during the run; the next run grades it"
-            for job, _ in results if job.get("path") and notebooks.fingerprint(Path(job["path"])) != job["content"]]
-
-
 def isolation_problems(course: Path) -> list[str]:
     """What the sandbox fails to hide or protect here (empty: grading may start)."""
     course = course.resolve()
@@ -324,27 +325,12 @@ def isolation_problems(course: Path) -> list[str]:
             os.unlink(name)
 
 
-def _plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
-    """The (student, notebook) jobs still to grade: new, changed, or all with --force."""
-    fingerprint = course_secret.fingerprint(key)
-    students, notes = course.students()
-    students = [s for s in students if not args.student or s in args.student]
-    notes += [f"{s}: no submission folder" for s in args.student if s not in students]
-    plan = []
-    for student in students:
-        files, extra = course.submission(student)
-        notes += [f"{student}: {n}" for n in extra]
-        stamps = course.stamps(student)
-        for name, path in files.items():
-            if args.notebook and name not in args.notebook:
-                continue
-            content = notebooks.fingerprint(path) if path else "was not handed in"  # not decoded here
-            job_key = course.key(content, fingerprint)
-            if stamps.get(name) == job_key and not args.force:
-                continue
-            plan.append({"student": student, "notebook": name, "path": path and str(path), "key": job_key,
-                         "content": content,
-                         "cases": {g.id: hidden_cases(g.id, course_secret.rng(key, course.assignment, name, g.id,
-                                                                                  student, content))
-                                   for g in course.releases[name].grade_cells}})
-    return plan, notes
+def _forget(course, plan: list[dict]) -> None:
+    """A --force run's notebooks count as not graded from now on (their stamps go; their grades and pages stay
+    until replaced), so that a run stopped half way is finished by the command without --force."""
+    by_student: dict[str, list[str]] = {}
+    for job in plan:
+        by_student.setdefault(job["student"], []).append(job["notebook"])
+    for student, names in by_student.items():
+        course.unstamp(student, names)
+

@@ -2,10 +2,11 @@
 
 The sandbox (its theory of operation opens forkserver.py): fresh mount, PID, network, IPC, UTS and
 cgroup namespaces; a file system holding only the Python installation and the job, read-only, and
-a 64 MB /tmp, with no host path showing through; an unprivileged user of its own (a distinct uid
-per concurrent job, so that one job's process limit cannot starve another), no capabilities, no
-new privileges; limits on address space, processes and file size per process, and a cgroup capping
-the memory, processes and CPU of the whole job; a fresh session keyring and a system-call filter
+a 64 MB /tmp, with no host path showing through; an unprivileged user of its own for the student's
+code (a distinct uid per concurrent job, so that one job's process limit cannot starve another), no
+capabilities, no new privileges, and another for its pid 1; limits on address space, processes and
+file size per process, and a cgroup capping the memory, processes and CPU of the whole job; a fresh
+session keyring and a system-call filter that admits only what a job was measured to need
 (kernel.py). The network namespace has only a loopback device, down. When the job ends, or its
 time is up, or the grader dies, its PID namespace goes and with it every process it started.
 
@@ -13,9 +14,11 @@ Jobs are forked from one warm fork server per grading process (numpy, and torch 
 already imported), not started as fresh interpreters: a NumPy notebook costs a few hundredths of
 a second, not the tenths an interpreter start and its imports take.
 
-Run as root, the student's code runs as uid 62000+n. Run as an ordinary user, it runs in a new
-user namespace as that user (who owns nothing the sandbox can see), but the job cgroups need root
-or a delegated cgroup v2 subtree. :func:`probe` checks every claim on the machine at hand before
+Run as root, the student's code runs as uid 62464+n and the job's pid 1 (the harness) as 62592+n,
+n the job's slot: nothing the student's code runs can signal, trace or limit pid 1. Run as an
+ordinary user, it runs in a new user namespace as that user (who owns nothing the sandbox can see),
+pid 1 too (the filter alone keeps pid 1 out of reach then), and the job cgroups need root or a
+delegated cgroup v2 subtree. :func:`probe` checks every claim on the machine at hand before
 any grading, one check per claim.
 """
 import atexit
@@ -24,8 +27,8 @@ import ctypes
 import dataclasses
 import fcntl
 import functools
+import hashlib
 import json
-import math
 import os
 import select
 import shutil
@@ -40,11 +43,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+from mha_checks.calling import Layout
 
 HERE = Path(__file__).resolve().parent
 CALLING = HERE.parent / "mha_checks" / "calling.py"
-UID_BASE, SLOTS = 62000, 256
+UID_BASE, SLOTS = 0xF400, 256  # the sandbox's uids: UID_BASE + n, n < SLOTS (62464 to 62719)
+JOBS = SLOTS // 2  # jobs at once: job slot k runs the student's code as UID_BASE + k, its pid 1 as UID_BASE + JOBS + k
 MAX_REPORT = 32 * 1024 * 1024  # bytes of records read back from one job
 MAX_LINE = 8 * 1024 * 1024
 HARNESS_FAILED = 70  # the job's exit status when its program raised (forkserver._exit_with)
@@ -82,7 +86,8 @@ class Report:
 @dataclass(frozen=True)
 class Hardening:
     """Each protection of the sandbox, on. Only the probe's mutation test turns one off, to show that
-    the probe notices (tests/test_sandbox.py); grading always runs with all of them."""
+    the probe notices (tests/test_sandbox.py), and scripts/measure_syscalls.py the allowlist's default
+    (its trace mode); grading always runs with all of them."""
     readonly_root: bool = True
     readonly_job: bool = True
     file_size_limit: bool = True
@@ -94,6 +99,10 @@ class Hardening:
     keyring: bool = True
     seccomp: bool = True
     hide_host_paths: bool = True
+    harness_uid: bool = True          # pid 1 under a uid of its own, not the student's
+    syscall_allowlist: bool = True    # the filter refuses every call it does not admit (off: admits all)
+    foreign_arch_kills: bool = True   # a call under another architecture's numbers kills the job
+    socket_families: bool = True      # no socket of any family opens
 
 
 class SandboxUnavailable(RuntimeError):
@@ -206,7 +215,7 @@ def slot_folder() -> Path:
 def _slot():
     """A free slot number and its lock (held while the job runs), opened without following links."""
     folder = slot_folder()
-    for n in range(SLOTS):
+    for n in range(JOBS):
         fd = os.open(folder / f"{n}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         fh = os.fdopen(fd, "r+")
         try:
@@ -214,7 +223,7 @@ def _slot():
             return n, fh
         except BlockingIOError:
             fh.close()
-    raise RuntimeError(f"all {SLOTS} sandbox slots are busy")
+    raise RuntimeError(f"all {JOBS} sandbox slots are busy")
 
 
 def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py",
@@ -223,41 +232,60 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
 
     A case's inputs (its "specs") stay here: the job folder holds none, and the harness gets each
     case's only when it asks, just before that call (see :func:`_inputs_kept_outside`)."""
+    seed = _seed(job)
     job, inputs = _inputs_kept_outside(job)
+    job = {**job, "seed": seed, "limits": limits.as_dict(), "own_namespace": not unsafe}
     with tempfile.TemporaryDirectory(prefix="mha-job-") as tmp:
         job_dir = Path(tmp) / "job"
         job_dir.mkdir()
-        shutil.copy(HERE / program, job_dir / program)
-        shutil.copy(CALLING, job_dir / "calling.py")
-        (job_dir / "job.json").write_text(json.dumps({**job, "limits": limits.as_dict(), "own_namespace": not unsafe}))
         mount_point = Path(tmp) / "root"
         mount_point.mkdir()
-        for path in (Path(tmp), job_dir, *job_dir.iterdir()):
-            path.chmod(0o755 if path.is_dir() else 0o644)
         asked = time.monotonic()
         with open(Path(tmp) / "stderr.txt", "w+b") as errors, getattr(_THREAD, "turns", contextlib.nullcontext()):
             waited = time.monotonic() - asked
             if unsafe:  # --unsafe-no-sandbox: the same program, no isolation at all (the job folder stands in for /job)
+                _job_files(job_dir, program, {**job, "student": None})
                 report = _run_unsafe([sys.executable, "-I", str(job_dir / program)], limits, errors, tmp, inputs)
             else:
                 slot, lock = _slot()
                 with lock:
-                    report = _run_sandboxed(SERVERS[bool(job.get("torch"))],
-                                            _request(mount_point, job_dir, program, slot, limits, hardening),
-                                            limits, errors, inputs)
+                    request = _request(mount_point, job_dir, program, slot, limits, hardening)
+                    _job_files(job_dir, program, {**job, "student": request["student"]})
+                    report = _run_sandboxed(SERVERS[bool(job.get("torch"))], request, limits, errors, inputs)
             errors.seek(0)
             report.stderr = errors.read(4096).decode(errors="replace")
             report.waited = waited
         return report
 
 
+def _job_files(job_dir: Path, program: str, job: dict) -> None:
+    """The job folder: the program, the modules it imports, and job.json; readable by the sandbox's users."""
+    for name in (HERE / program, CALLING, HERE / "as_student.py"):
+        shutil.copy(name, job_dir / name.name)
+    (job_dir / "job.json").write_text(json.dumps(job))
+    for path in (job_dir.parent, job_dir, *job_dir.iterdir()):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _seed(job: dict) -> int:
+    """The seed of the job's random generators (Python's, NumPy's, torch's), drawn from the job itself:
+    its cells and its cases with their hidden inputs. A submission graded again gets the same numbers,
+    and the same feedback; another submission, or other inputs, other numbers."""
+    content = json.dumps([job.get("cells"), job.get("tests")], sort_keys=True).encode()
+    return int.from_bytes(hashlib.blake2b(content, digest_size=8).digest(), "big") >> 1  # (below 2**63)
+
+
 def _request(root: Path, job_dir: Path, program: str, slot: int, limits: Limits, strong: Hardening) -> dict:
-    """What the fork server needs to start the job (forkserver.manage)."""
+    """What the fork server needs to start the job (forkserver.manage). "uid": pid 1's, "student": the
+    uid its children take to run student code (None: they keep pid 1's; a rootless sandbox has one uid)."""
     rlimits = {"RLIMIT_AS": limits.memory, "RLIMIT_NPROC": limits.processes, "RLIMIT_CORE": 0}
     if strong.file_size_limit:
         rlimits["RLIMIT_FSIZE"] = limits.file_size
+    n = slot if strong.distinct_uids else 0
+    student = UID_BASE + n if os.geteuid() == 0 else None
+    harness = UID_BASE + JOBS + n if student is not None and strong.harness_uid else student
     return {"root": str(root), "job": str(job_dir), "prefixes": prefix_paths(), "program": f"/job/{program}",
-            "uid": None if os.geteuid() != 0 else UID_BASE + (slot if strong.distinct_uids else 0),
+            "uid": harness, "student": student if student != harness else None,
             "limits": rlimits, "hardening": dataclasses.asdict(strong),
             "caps": {"memory": limits.memory, "processes": limits.processes, "cpus": limits.cpus}}
 
@@ -282,20 +310,8 @@ def _inputs_kept_outside(job: dict):
             last[0] = tuple(ask)
             return json.dumps({"specs": specs[ask[0]][ask[1]]}).encode()
         return b'{"specs": null}'
-    room = max((_array_bytes(s) for cases in specs for s in cases), default=0)
+    room = max((Layout.size(s) for cases in specs for s in cases), default=0)
     return {**job, "tests": tests, "shared_bytes": room}, answer
-
-
-def _array_bytes(spec) -> int:
-    """The bytes a case's arrays take in the harness's shared memory (each 64-byte aligned)."""
-    if isinstance(spec, list):
-        return sum(_array_bytes(s) for s in spec)
-    if not isinstance(spec, dict):
-        return 0
-    if "$array" in spec:
-        a = spec["$array"]
-        return -(-math.prod(a["shape"]) * np.dtype(a["dtype"]).itemsize // 64) * 64
-    return sum(_array_bytes(v) for v in spec.values())
 
 
 def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors, inputs) -> Report:
@@ -462,7 +478,8 @@ class _ForkServer:
 
         def keep():
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()), *self.modules],
+                [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()), str(UID_BASE), str(JOBS),
+                 *self.modules],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=ENV,
                 start_new_session=True, preexec_fn=_die_with_parent)
             theirs.close()
@@ -506,11 +523,16 @@ def _parse(line: bytes) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
+SWEEP_END = 1024  # the probe tries every call number below this that the filter does not admit (x86-64: ~460)
+PROBE_CALLS = ("clone", "kill", "tgkill", "rt_sigqueueinfo", "pidfd_open", "pidfd_send_signal", "prlimit64",
+               "getpriority", "setpriority", "process_vm_readv")  # what the probe aims at pid 1, by number
 FIXES = {  # claim checked outside: what to change on the machine when it fails
     "job cgroup": "run the grader as root with the memory, pids and cpu cgroup controllers mounted "
                   "(cgroup v2, or v1 as on hybrid hosts), or in a delegated cgroup v2 subtree",
     "memory cap": "grade with a memory limit below the machine's memory (sandbox.Limits.memory)",
-    "distinct uids": "run the grader as root: each concurrent job gets a uid of its own (62000 and up)",
+    "distinct uids": "run the grader as root: each concurrent job gets a uid of its own (62464 and up)",
+    "sandbox uids": f"stop the processes named, or give their user another uid: uids {UID_BASE} to "
+                    f"{UID_BASE + SLOTS - 1} are the sandbox's alone",
 }
 
 
@@ -559,8 +581,10 @@ def _probe_job(private: list[str], readonly: list[str], port: int, limits: Limit
     return {"private": private, "readonly": readonly, "port": port, "rootless": os.geteuid() != 0,
             "host_namespaces": {n: os.readlink(f"/proc/self/ns/{n}") for n in ("mnt", "pid", "net", "ipc", "uts")},
             "tmp_bytes": 64 << 20, "file_size": limits.file_size, "allocate": 48 << 20, "spin_s": 0.1, "hold_s": 0.5,
-            "closed": {n: kernel.syscall_number(n) for n in kernel.CLOSED if kernel.syscall_number(n) is not None},
-            "clone": kernel.syscall_number("clone"),
+            "admitted": kernel.ruled_numbers(), "sweep_end": SWEEP_END,
+            "names": {n: kernel.syscall_name(n) for n in range(SWEEP_END)}, "getpid": kernel.syscall_number("getpid"),
+            "passed_by_the_kernel": kernel.PASSED_BY_THE_KERNEL,
+            "numbers": {n: kernel.syscall_number(n) for n in PROBE_CALLS},
             "host_paths": sorted({*course_and_job, *python_prefixes(), *(p for _, ps in prefix_paths() for p in ps)}
                                  - {"/", "/tmp"})}
 
@@ -587,7 +611,31 @@ def _outside_checks(reports: list, job: dict, limits: Limits) -> list[str]:
     if uids[0] == uids[1]:
         problems.append(_problem("a distinct uid per concurrent job", f"both ran as uid {uids[0]}",
                                  FIXES["distinct uids"]))
+    if os.geteuid() == 0 and (strangers := holders_of_sandbox_uids()):
+        problems.append(_problem("no other process holds a sandbox uid", "; ".join(strangers[:5]),
+                                 FIXES["sandbox uids"]))
     return problems
+
+
+def holders_of_sandbox_uids() -> list[str]:
+    """Processes of this machine (of the grader's own PID namespace: every job lives in a namespace of its
+    own) whose real, effective, saved or file-system uid or gid is one of the sandbox's: a job would share
+    that process's kernel keyrings, limits and signals."""
+    mine, found = os.readlink("/proc/self/ns/pid"), []
+    sandbox_ids = range(UID_BASE, UID_BASE + SLOTS)
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{name}/ns/pid") != mine:
+                continue
+            with open(f"/proc/{name}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        except OSError:
+            continue  # it has just ended
+        ids = [int(i) for key in ("Uid", "Gid") for i in fields.get(key, "").split()]
+        if any(i in sandbox_ids for i in ids):
+            found.append(f"pid {name} ({fields.get('Name', '?').strip()}) as uid/gid {fields['Uid'].split()[0]}/"
+                         f"{fields['Gid'].split()[0]}")
+    return found
 
 
 def _problem(claim: str, detail: str, fix: str) -> str:

@@ -2,9 +2,11 @@
 
 * :mod:`mha_lib.reference` — NumPy, next to the equations (project, split_heads, merge_heads,
   scaled_dot_product_attention, multi_head_attention and its per-head loop form);
-* :class:`mha_lib.MultiHeadAttention` — a drop-in for ``torch.nn.MultiheadAttention``;
+* :class:`mha_lib.MultiHeadAttention` — the function and the ``forward`` of
+  ``torch.nn.MultiheadAttention`` (not its ``state_dict`` layout: ``from_torch`` copies one);
 * :mod:`mha_lib.counting` — parameters and FLOPs term by term;
 * :mod:`mha_lib.block` — a Transformer encoder block around the layer, and positional encoding.
+* :mod:`mha_lib.decoder` — grouped-query causal self-attention, a pre-norm decoder stack, a KV cache.
 
 What only the course's pages need (plots, the head viewer, the toy model) is in ``mha_book``.
 

@@ -6,10 +6,13 @@ The block is the layer at work inside a model (chapter 6)::
     pre-norm  (norm_first=True):   x = x + SelfAttn(LN_1(x));   x = x + FFN(LN_2(x))
     FFN(x) = ReLU(x W_1 + b_1) W_2 + b_2        (applied to every position alike)
 
-Its parameters carry the names of ``torch.nn.TransformerEncoderLayer`` (``self_attn``,
-``linear1``, ``linear2``, ``norm1``, ``norm2``), so :meth:`EncoderBlock.from_torch` copies one
-and the two compute the same function. Dropout sits where torch puts it (after the attention,
-inside the FFN, after the FFN), and in the attention weights.
+Its sub-modules carry the names of ``torch.nn.TransformerEncoderLayer`` (``self_attn``,
+``linear1``, ``linear2``, ``norm1``, ``norm2``), but torch's ``state_dict`` does not load as
+it is (torch packs the attention's input projections in one ``in_proj_weight``):
+:meth:`EncoderBlock.from_torch` copies one, and the two compute the same function. Dropout sits
+where torch puts it (after the attention, inside the FFN, after the FFN), and in the attention
+weights. Unlike torch's layer, the block defaults to ``batch_first=True`` and ``dropout=0.0``, and
+``dim_feedforward`` has no default.
 """
 import math
 
@@ -78,9 +81,11 @@ class EncoderBlock(nn.Module):
         if layer.linear1.bias is None:
             fail("layer", "a TransformerEncoderLayer with bias=True", "one built with bias=False")
         attn = layer.self_attn
+        ref = layer.linear1.weight       # the copy gets its device and dtype before the weights arrive
         new = cls(attn.embed_dim, attn.num_heads, layer.linear1.out_features, attn.dropout,
-                  norm_first=layer.norm_first, layer_norm_eps=layer.norm1.eps, batch_first=attn.batch_first)
+                  norm_first=layer.norm_first, layer_norm_eps=layer.norm1.eps,
+                  batch_first=attn.batch_first).to(ref.device, ref.dtype)
         new.self_attn = MultiHeadAttention.from_torch(attn)
         for name in ("linear1", "linear2", "norm1", "norm2"):
             getattr(new, name).load_state_dict(getattr(layer, name).state_dict())
-        return new.to(layer.linear1.weight.device, layer.linear1.weight.dtype).train(layer.training)
+        return new.train(layer.training)

@@ -44,3 +44,13 @@ def check_same(name: str, given, expected, what: str) -> None:
 def check_dropout(p) -> None:
     if not 0.0 <= p < 1.0:
         fail("dropout", "a probability in [0, 1)", repr(p))
+
+
+def check_kv_heads(num_heads: int, num_kv_heads: int) -> int:
+    """Return the number of query heads per key/value head, h / g, after checking g divides h."""
+    if not isinstance(num_kv_heads, int) or num_kv_heads <= 0:
+        fail("num_kv_heads", "a positive integer", repr(num_kv_heads))
+    if num_heads % num_kv_heads:
+        fail("num_kv_heads", f"a divisor of num_heads={num_heads} (each key/value head serves the same "
+             "number of query heads)", num_kv_heads)
+    return num_heads // num_kv_heads

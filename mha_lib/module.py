@@ -1,9 +1,12 @@
-"""Batched multi-head attention in PyTorch, a drop-in for ``torch.nn.MultiheadAttention``.
+"""Batched multi-head attention in PyTorch: the function of ``torch.nn.MultiheadAttention``.
 
-Same constructor, same ``forward`` signature and semantics (masks, dropout, ``batch_first``,
-unbatched inputs, averaged or per-head weights), four plain ``nn.Linear`` layers instead of a
-packed ``in_proj_weight``. When weights are not needed the fused
-``F.scaled_dot_product_attention`` runs; when they are, the explicit softmax(QK^T/sqrt(d_k))V.
+The same ``forward`` signature and semantics (masks, dropout, ``batch_first``, unbatched inputs,
+averaged or per-head weights) and the same initialisation, draw for draw. Not a drop-in: the
+constructor has no ``add_bias_kv`` or ``add_zero_attn`` (so pass ``kdim``, ``vdim`` and
+``batch_first`` by keyword: after ``bias`` the positions differ from torch's), and four plain
+``nn.Linear`` layers replace the packed ``in_proj_weight``, so a torch ``state_dict`` loads through
+:meth:`MultiHeadAttention.from_torch`, not ``load_state_dict``. When weights are not needed the
+fused ``F.scaled_dot_product_attention`` runs; when they are, the explicit softmax(QK^T/sqrt(d_k))V.
 
 Masks follow torch: a boolean ``attn_mask``/``key_padding_mask`` marks with ``True`` the pairs
 that may NOT attend; a floating one is added to the scores. (The NumPy reference and

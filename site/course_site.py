@@ -5,30 +5,35 @@
   set (Binder and JupyterHub also need the repository, since they open the chapter from it).
 * **Downloads.** Every notebook page's download menu offers its ``.ipynb``: the executed chapter
   rewritten by :mod:`notebook_export` as a plain Jupyter notebook (values, outputs, closed
-  answers). The student kit (:mod:`student_kit`) goes to ``downloads/mha-student-kit.zip``.
+  answers), and no MyST source (``.md``, whose glue roles and directives no reader can use).
+  The student kit (:mod:`student_kit`) goes to ``downloads/mha-student-kit.zip``.
 * **Lighter pages.** :mod:`icons` replaces the theme's 1.5 MB icon bundle by the icons used.
 * **Search for notation.** :mod:`search_math`: ``W^O`` is one search word, snippets show no TeX.
 * **Maths typeset at build time.** :mod:`math_prerender`: pages carry CHTML and MathML, no MathJax.
 * **Skip links.** :mod:`skip_links`: from the top of a page, a few key presses reach each head
   viewer and each section's answers.
+* **Figures.** :mod:`figures`: a chapter's figure is numbered and captioned, with a text
+  alternative, from what ``mha_book.plotting.show`` wrote into its SVG.
+* **Answers named after their question.** :mod:`answer_names`: "Answer to Quiz 2", not "Answer".
+* **Search from disk.** :mod:`search_pages`: opened as ``file://``, the search shows snippets too.
 """
 from __future__ import annotations
 
 import html
 import json
-import re
 import shutil
 from pathlib import Path
-
-from docutils import nodes
 
 from sphinx.util import logging
 from sphinx.util import docname_join
 
+import answer_names
+import figures
 import icons
 import math_prerender
 import notebook_export
 import search_math
+import search_pages
 import skip_links
 import student_kit
 
@@ -60,29 +65,6 @@ def visit_hidden_cell(self, node) -> None:
                      f'<p class="expanded admonition-title">{html.escape(node["prompt_hide"])}</p>\n</summary>\n')
 
 
-SVG_TITLE = re.compile(r"<dc:title>(.*?)</dc:title>", re.S)
-SVG_AGENT = re.compile(r"<cc:Agent>.*?</cc:Agent>", re.S)      # its dc:title names the program
-
-
-def figure_alt(app, doctree, docname) -> None:
-    """Every figure's alt text is what it shows: the text mha_book.plotting.show computed and put
-    in the SVG's metadata (myst-nb would use the file's path). A cell output image without it
-    fails the strict build: show figures with plotting.show(fig, point)."""
-    for node in doctree.findall(nodes.image):
-        if node.get("alt") or not node["uri"].endswith(".svg"):
-            continue
-        # myst-nb's outputs are named from the source folder (_build/jupyter_execute/<hash>.svg)
-        candidates = [Path(app.srcdir) / node["uri"], Path(app.env.relfn2path(node["uri"], docname)[1])]
-        path = next((p for p in candidates if p.is_file()), None)
-        svg = path.read_text(encoding="utf-8", errors="replace") if path else ""
-        found = SVG_TITLE.search(SVG_AGENT.sub("", svg))
-        if found:
-            node["alt"] = html.unescape(found.group(1))
-        else:
-            LOG.warning("%s: a figure without a text alternative (%s): show it with "
-                        "mha_book.plotting.show(fig, point)", docname, node["uri"], location=node)
-
-
 def offer_ipynb(app, pagename, templatename, context, doctree):
     """Put the .ipynb into the download menu of every notebook page (runs before the theme's
     header buttons are made; with no launch button set, the theme would leave it out)."""
@@ -90,6 +72,14 @@ def offer_ipynb(app, pagename, templatename, context, doctree):
 
     if doctree is not None and _is_notebook(app, context):
         context.setdefault("ipynb_source", pagename + ".ipynb")
+
+
+def drop_source_download(app, pagename, templatename, context, doctree):
+    """No MyST source in the download menu (its glue roles and directives are build input, not
+    something a reader can run or read); the .ipynb and the printable page stay."""
+    for button in context.get("header_buttons", []):
+        if button.get("label") == "download-buttons":
+            button["buttons"] = [b for b in button["buttons"] if b.get("label") != "download-source-button"]
 
 
 def _exporter(app, docname: str, nb: dict, glue: dict) -> notebook_export.MarkdownExporter:
@@ -105,7 +95,8 @@ def _exporter(app, docname: str, nb: dict, glue: dict) -> notebook_export.Markdo
         return env.titles[other].astext() if other in env.titles else target
 
     return notebook_export.MarkdownExporter(notebook_export.glue_values(nb, glue), resolve_ref,
-                                            resolve_doc, Path(env.doc2path(docname)).parent)
+                                            resolve_doc, Path(env.doc2path(docname)).parent,
+                                            figures.figure_numbers(env, docname))
 
 
 def _executed(app, source: Path) -> dict:
@@ -169,6 +160,7 @@ def finish(app, exception):
     LOG.info("course_site: maths typeset on %d pages",
              math_prerender.render_site(Path(app.outdir), node_modules))
     LOG.info("course_site: %d notebooks exported for download", export_notebooks(app))
+    LOG.info("course_site: search snippets for file:// (%d kB)", search_pages.write_pages(Path(app.outdir)) // 1000)
     root = Path(app.srcdir)
     kit = student_kit.build_kit(root, Path(app.outdir) / KIT_PATH)
     LOG.info("course_site: student kit %s (%d kB)", kit.name, kit.stat().st_size // 1000)
@@ -180,12 +172,14 @@ def finish(app, exception):
 def setup(app):
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 
+    answer_names.setup(app)
+    figures.setup(app)
     math_prerender.setup(app)
     skip_links.setup(app)
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_HideCellInput))
     app.add_search_language(search_math.MathAwareEnglish)
     app.connect("config-inited", hide_unset_buttons, priority=900)
     app.connect("html-page-context", offer_ipynb, priority=500)
-    app.connect("doctree-resolved", figure_alt)
+    app.connect("html-page-context", drop_source_download, priority=900)   # after the theme's buttons
     app.connect("build-finished", finish)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -41,6 +41,11 @@ _RUNTIME = r"""
     // Without the pack classes (fa-solid, ...), whose font-family rule would fetch a webfont.
     var keep = Array.prototype.filter.call(el.classList, function (c) { return !PACKS[c]; });
     svg.setAttribute("class", keep.concat(["svg-inline--fa"]).join(" "));
+    // Its other attributes too: the theme shows one of the colour-mode button's three icons by
+    // its data-mode (without it, all three stay display:none and the button is empty).
+    Array.prototype.forEach.call(el.attributes, function (a) {
+      if (a.name !== "class" && a.name !== "style") { svg.setAttribute(a.name, a.value); }
+    });
     svg.setAttribute("viewBox", "0 0 " + d[0] + " " + d[1]);
     svg.setAttribute("aria-hidden", "true");
     svg.setAttribute("focusable", "false");

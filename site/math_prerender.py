@@ -5,8 +5,10 @@ Sphinx writes each formula as MathJax expects it (``<span class="math ...">\\(..
 loads MathJax. After the build, :func:`render_site` sends every page's TeX to ``render_math.js``
 (MathJax's node package, ``make site-node``), which returns CHTML with a hidden MathML copy for
 screen readers; the formulas replace the TeX inside the same span/div (ids and equation numbers
-stay), and each page gets the CHTML stylesheet of its own formulas. Rendered pages contain no
-TeX, so a rebuild renders only the pages Sphinx wrote again.
+stay), and each page gets the CHTML stylesheet of its own formulas. The TeX stays in each formula's
+``data-tex`` attribute, so that copying prose puts its formulas on the clipboard as TeX
+(course.js). A rendered formula has no TeX left between its tags, so a rebuild renders only the
+pages Sphinx wrote again.
 
 Why not MathJax in the browser: it was about 0.8 MB of JavaScript on every page with maths, made
 formulas Tab stops for its menu, and showed raw TeX until it had run.
@@ -22,6 +24,7 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).with_name("render_math.js")
 FONTS = "mathjax/fonts"    # in the site: make site-node copies MathJax's TeX fonts there
+MATH_CLASS = 'class="math notranslate nohighlight"'
 INLINE = re.compile(r'(<span class="math notranslate nohighlight"[^>]*>)([^<]*)(</span>)')
 DISPLAY = re.compile(r'(<div class="math notranslate nohighlight"[^>]*>\s*'
                      r'(?:<span class="eqno">(?:[^<]|<a [^>]*>[^<]*</a>)*</span>)?)([^<]*)(</div>)')
@@ -50,9 +53,13 @@ def _formulas(text: str) -> list[tuple[re.Match, bool]]:
 
 
 def _splice(text: str, found: list[tuple[re.Match, bool]], rendered: dict) -> str:
+    """The page with each formula's TeX replaced by its rendering; the TeX stays in the formula's
+    ``data-tex`` attribute, which a reader's copy puts on the clipboard (course.js)."""
     out, last = [], 0
     for (match, _), chtml in zip(found, rendered["html"]):
-        out += [text[last:match.start(2)], chtml]
+        tex = html.escape(_tex(match.group(2)), quote=True)
+        opening = match.group(1).replace(MATH_CLASS, f'{MATH_CLASS} data-tex="{tex}"', 1)
+        out += [text[last:match.start(1)], opening, chtml]
         last = match.end(2)
     out.append(text[last:])
     style = f'<style id="mathjax-chtml">{rendered["css"]}</style>\n</head>'

@@ -4,10 +4,15 @@ myst-nb writes each chapter, executed and with its outputs, to ``_build/jupyter_
 Markdown cells are still MyST (``{glue:text}`` roles, ``:::{admonition}`` fences, quiz answers in
 the open). :func:`export_notebook` rewrites them as Markdown that Jupyter renders:
 
-* glue roles become the glued values (formatted as on the site), cross-reference roles their text;
-  glued figures and ``{figure}`` images become cell attachments;
+* glue roles become the glued values (formatted as on the site), cross-reference roles their text
+  (``{numref}`` the figure's number, "Fig. 5.2", as on the site); glued figures and ``{figure}``
+  images become cell attachments;
+* a figure that ``mha_book.plotting.show`` gave a caption gets it, numbered, in a Markdown cell
+  under its code cell (read from the SVG's metadata, :func:`svg_metadata`);
 * admonitions become block quotes headed by their title; dropdowns (quiz answers) become
-  ``<details>`` that stay closed until clicked; ``{include}`` pulls the included file in;
+  ``<details>`` that stay closed until clicked, named after the question that opens with a bold
+  label ("Answer to Quiz 2", :func:`answer_title`, as on the site); ``{include}`` pulls the
+  included file in;
 * ``(label)=`` targets become HTML anchors, so same-page references still jump;
 * ``from myst_nb import glue`` gets a fallback, so the notebook runs without myst-nb;
 * plumbing cells (tagged ``remove-cell``) and folded cells keep their code, collapsed.
@@ -18,7 +23,9 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -38,6 +45,31 @@ _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>:{3,}|`{3,})\{(?P<name>[\w:.-
 _ROLE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<body>[^`]*)`")
 _TARGET = re.compile(r"^\((?P<label>[\w.:-]+)\)=\s*$")
 _TITLED = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+_BOLD_OPENER = re.compile(r"^\*\*(?P<label>[^*]+?)[.:]?\*\*")
+_AGENT = re.compile(r"<cc:Agent>.*?</cc:Agent>", re.S)      # its dc:title names the program
+_SVG_FIELD = {key: re.compile(rf"<dc:{key}>(.*?)</dc:{key}>", re.S) for key in ("title", "description", "identifier")}
+
+
+@dataclass(frozen=True)
+class SvgMetadata:
+    alt: str = ""
+    caption: str = ""
+    name: str = ""
+
+
+def svg_metadata(svg: str) -> SvgMetadata:
+    """The text alternative, caption and name that ``mha_book.plotting.show`` wrote into ``svg``
+    (``dc:title``, ``dc:description``, ``dc:identifier``)."""
+    svg = _AGENT.sub("", svg)
+    found = {key: pattern.search(svg) for key, pattern in _SVG_FIELD.items()}
+    text = {key: html.unescape(m.group(1)).strip() if m else "" for key, m in found.items()}
+    return SvgMetadata(text["title"], text["description"], text["identifier"])
+
+
+def answer_title(title: str, label: str | None) -> str:
+    """A dropdown's title after a question that opens with a bold label: "Answer" after
+    "**Quiz 2.** ..." is "Answer to Quiz 2" (six toggles all named "Answer" say nothing)."""
+    return f"{title} to {label}" if label else title
 
 
 def glue_values(nb: dict, glue_json: dict | None = None) -> dict[str, dict]:
@@ -61,13 +93,17 @@ class MarkdownExporter:
     """MyST Markdown -> CommonMark + HTML that Jupyter renders.
 
     ``glue``: name -> mime bundle; ``resolve_ref(label)`` -> (text, href or None);
-    ``resolve_doc(target)`` -> title; ``base`` is the folder that ``{include}`` paths start from.
+    ``resolve_doc(target)`` -> title; ``base`` is the folder that ``{include}`` paths start from;
+    ``figures``: a figure's name -> its number as the site prints it ("Fig. 5.2").
     """
 
-    def __init__(self, glue: dict, resolve_ref: Callable, resolve_doc: Callable, base: Path):
+    def __init__(self, glue: dict, resolve_ref: Callable, resolve_doc: Callable, base: Path,
+                 figures: dict[str, str] | None = None):
         from myst_nb.core.variables import format_plain_text  # the formatting the site uses
 
         self.glue, self.resolve_ref, self.resolve_doc, self.base = glue, resolve_ref, resolve_doc, base
+        self.figures = figures or {}
+        self.question: str | None = None   # the bold label opening the last paragraph ("Quiz 2")
         self._format = format_plain_text
         self.anchors: set[str] = set()   # targets met so far (export_notebook makes two passes)
         self.attachments: dict[str, dict] = {}   # images of the cell being converted
@@ -86,6 +122,10 @@ class MarkdownExporter:
         text, target = (titled["text"], titled["target"]) if titled else (None, body)
         if name.startswith("glue"):
             return self._glue_text(body)
+        if name == "numref" and target.strip() in self.figures:
+            number = self.figures[target.strip()]
+            text = text.replace("{number}", number.split()[-1]).replace("%s", number.split()[-1]) if text else number
+            return f"[{text}](#{target.strip()})"
         if name in ("ref", "numref"):
             label_text, href = self.resolve_ref(target.strip())
             href = f"#{target.strip()}" if target.strip() in self.anchors else href
@@ -155,6 +195,9 @@ class MarkdownExporter:
             elif line.startswith("%"):  # a MyST comment
                 pass
             else:
+                if line.strip() and (i == 0 or not lines[i - 1].strip()):   # a paragraph starts
+                    opener = _BOLD_OPENER.match(line.strip())
+                    self.question = opener["label"].strip() if opener else None
                 out.append(self.roles(line))
             i += 1
         return out
@@ -183,6 +226,7 @@ class MarkdownExporter:
 
     def _directive(self, name: str, arg: str, body: list[str]) -> list[str]:
         options, body = self._options(body)
+        question = self.question      # (the blocks inside may open paragraphs of their own)
         if name == "include":
             path = self.base / arg
             return self._blocks(path.read_text(encoding="utf-8").split("\n"))
@@ -204,13 +248,31 @@ class MarkdownExporter:
                 self.anchors.add(label)
             return self._image(path.stem, self._file_image(path), self.roles(" ".join(body).strip()), label)
         inner = self._blocks(body)
+        self.question = question
         title = self.roles(arg) or name.capitalize()
         if name == "dropdown":
+            title = answer_title(title, question)
             return ["", f"<details><summary><b>{title}</b></summary>", "", *inner, "", "</details>", ""]
         kind = options.get("class", "").split()
         mark = "⚠ " if "warning" in kind or name in ("warning", "danger", "caution") else ""
         quoted = [f"> {ln}" if ln else ">" for ln in inner]
         return ["", f"> **{mark}{title}**", ">", *quoted, ""]
+
+
+def figure_captions(cell: dict, figures: dict[str, str]) -> list[str]:
+    """The numbered captions of the figures that a code cell's outputs show, as Markdown."""
+    found = []
+    for out in cell.get("outputs", []):
+        svg = out.get("data", {}).get("image/svg+xml")
+        meta = svg_metadata(_plain(svg)) if svg else None
+        if meta and meta.caption:
+            number = figures.get(meta.name)
+            found.append(f'<a id="{meta.name}"></a>\n\n' + (f"*{number}* " if number else "") + meta.caption)
+    return found
+
+
+def _markdown_cell(source: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
 
 
 def export_notebook(nb: dict, markdown: MarkdownExporter) -> dict:
@@ -219,6 +281,8 @@ def export_notebook(nb: dict, markdown: MarkdownExporter) -> dict:
     for cell in nb["cells"]:       # first pass: learn every anchor, so that references can jump
         if cell["cell_type"] == "markdown":
             markdown.convert(_plain(cell.get("source", "")))
+    captions = {id(cell): figure_captions(cell, markdown.figures) for cell in nb["cells"]}
+    nb["cells"] = [c for cell in nb["cells"] for c in [cell, *map(_markdown_cell, captions[id(cell)])]]
     for cell in nb["cells"]:
         source = _plain(cell.get("source", ""))
         if cell["cell_type"] == "markdown":

@@ -20,6 +20,8 @@ import re
 
 from sphinx.search.en import SearchEnglish
 
+import search_pages
+
 # TeX wrappers whose argument is the text itself: \text{model} -> model.
 _WRAPPERS = re.compile(r"\\(?:text|mathrm|mathit|mathbf|mathsf|boldsymbol|operatorname)\s*\{([^{}]*)\}")
 # A TeX command (skipped, so that its letters are not taken for a symbol), or a one-letter symbol
@@ -97,6 +99,16 @@ function readableTex(tex) {
     .replace(/[{}]/g, "").replace(/\s+/g, " ").trim();
 }
 
+// A typeset formula (site/math_prerender.py) as its TeX, which readableMathHtml then reads.
+function texOfFormulas(html) {
+  if (html.indexOf("data-tex") < 0) { return html; }
+  var doc = new DOMParser().parseFromString(html, "text/html");
+  doc.querySelectorAll("[data-tex]").forEach(function (m) {
+    m.replaceWith(doc.createTextNode("\\(" + m.getAttribute("data-tex") + "\\)"));
+  });
+  return doc.documentElement.outerHTML;
+}
+
 function readableMathHtml(html) {
   return html.replace(/\\\(([\s\S]+?)\\\)/g, function (m, tex) { return readableTex(tex); })
              .replace(/\\\[([\s\S]+?)\\\]/g, function (m, tex) { return readableTex(tex); });
@@ -105,7 +117,7 @@ function readableMathHtml(html) {
 if (typeof Search !== "undefined") {
   (function () {
     var toText = Search.htmlToText, summary = Search.makeSearchSummary;
-    Search.htmlToText = function (html, anchor) { return toText(readableMathHtml(html), anchor); };
+    Search.htmlToText = function (html, anchor) { return toText(readableMathHtml(texOfFormulas(html)), anchor); };
     // A maths word (w_o) is found in the snippet text as written there (W^O or W_o).
     Search.makeSearchSummary = function (html, keywords, anchor) {
       var more = new Set(keywords);
@@ -120,7 +132,7 @@ if (typeof Search !== "undefined") {
 class MathAwareEnglish(SearchEnglish):
     """English search with one word per maths symbol (see the module docstring)."""
 
-    js_splitter_code = JS
+    js_splitter_code = JS + search_pages.JS
 
     def split(self, input: str) -> list[str]:
         return super().split(input) + math_words(input)

@@ -53,12 +53,17 @@ def _title_text(node) -> str:
                    if not isinstance(t.parent, nodes.raw)).strip() if len(node) else ""
 
 
+GENERIC = ("answer", "solution")     # dropdown titles that say what they hold, not what about
+
+
 def _answers_label(section, titles: list[str]) -> str:
-    """"Check yourself: 3 answers"; a lone dropdown with a telling title is named by it."""
-    if len(titles) == 1 and len(titles[0].split()) > 2:
+    """"Check yourself: 3 answers" (the titles' shared first word: "Answer to Quiz 2" is an
+    answer); a lone dropdown with a telling title is named by it."""
+    first_words = {t.split()[0].lower() for t in titles if t.split()}
+    word = first_words.pop() if len(first_words) == 1 else "question"
+    if len(titles) == 1 and len(titles[0].split()) > 2 and word not in GENERIC:
         return titles[0]
     heading = section[0].astext() if section is not None else "This page"
-    word = titles[0].lower() if len(set(titles)) == 1 and len(titles[0].split()) <= 2 else "question"
     return f"{heading}: {len(titles)} {word}{'s' if len(titles) > 1 else ''}"
 
 

@@ -5,6 +5,7 @@ option: self- and cross-attention (L != S, kdim/vdim != embed_dim), bias on/off,
 both ways, unbatched input, every mask kind, weights averaged / per head / not needed.
 Outputs, weights and gradients (inputs and parameters) are compared.
 """
+import inspect
 import itertools
 import random
 from dataclasses import dataclass
@@ -265,3 +266,17 @@ def test_meta_device_construction_draws_nothing():
     """device='meta' (shape-only work, e.g. FLOP counting) still builds the layer."""
     layer = MultiHeadAttention(16, 4, device="meta")
     assert layer.q_proj.weight.device.type == "meta" and layer.q_proj.weight.shape == (16, 16)
+
+
+def test_what_the_module_docstring_says_differs_from_torch():
+    """Same forward, constructor without add_bias_kv/add_zero_attn, state_dict via from_torch."""
+    ours, theirs = (inspect.signature(cls.__init__).parameters
+                    for cls in (MultiHeadAttention, nn.MultiheadAttention))
+    assert [n for n in theirs if n not in ours] == ["add_bias_kv", "add_zero_attn"]
+    assert all(ours[n].default == theirs[n].default for n in ours if n != "self")
+    assert list(inspect.signature(MultiHeadAttention.forward).parameters) == list(
+        inspect.signature(nn.MultiheadAttention.forward).parameters)
+    mha = nn.MultiheadAttention(8, 2)
+    with pytest.raises(RuntimeError, match="in_proj_weight"):
+        MultiHeadAttention(8, 2).load_state_dict(mha.state_dict())
+    MultiHeadAttention.from_torch(mha)

@@ -545,22 +545,28 @@ def test_deleting_the_lock_note_does_not_free_the_course(course, tmp_path):
 
 
 def test_the_resume_hint_is_the_command_typed_without_passwords(monkeypatch):
-    from mha_grader import stopping
+    from mha_grader import resume
     url = "postgresql+psycopg://grader:hunter2@127.0.0.1:5432/gradebook"
     typed = ["/venv/bin/python", "-m", "mha_grader", "--course", "/courses/mha", "grade", "--db-url", url, "--force"]
     monkeypatch.setattr(sys, "orig_argv", typed)
-    monkeypatch.delenv(stopping.MAKE, raising=False)
-    hint = stopping.resume_command()
+    monkeypatch.setattr(sys, "executable", typed[0])
+    monkeypatch.delenv(resume.MAKE, raising=False)
+    hint = resume.command()
     assert hint.startswith(shlex.join(typed).replace("hunter2", "***") + "  (the database password is not shown")
-    assert "hunter2" not in hint
+    assert "hunter2" not in hint and "hunter2" not in resume.command(force=False)
+    assert "--force" not in resume.command(force=False)
     monkeypatch.setattr(sys, "orig_argv", typed[:6] + ["--student", "a b"])
-    monkeypatch.setenv(stopping.MAKE, "/repo")
-    monkeypatch.setenv("PWD", "/repo")
-    assert stopping.resume_command() == "make grade COURSE=/courses/mha ARGS='--student '\"'\"'a b'\"'\"''"
-    monkeypatch.setenv("PWD", "/elsewhere")
+    monkeypatch.setenv(resume.MAKE, "/repo")
+    monkeypatch.setenv(resume.MAKE_FROM, "/repo")
+    assert resume.command() == "make grade COURSE=/courses/mha ARGS='--student '\"'\"'a b'\"'\"''"
+    monkeypatch.setattr(sys, "orig_argv", typed[:6] + ["--db-url", url])
+    hint = resume.command()
+    assert hint.startswith("make grade COURSE=/courses/mha ARGS='--db-url postgresql+psycopg://grader:***@")
+    assert "hunter2" not in hint
+    monkeypatch.setenv(resume.MAKE_FROM, "/elsewhere")
     monkeypatch.setattr(sys, "orig_argv", typed[:3] + ["--course", "/repo", "grade"])
-    assert stopping.resume_command() == "make -C /repo grade"
-    assert stopping.hide_passwords("a sqlite:////tmp/x:y@z b postgresql://u@h/db") == \
+    assert resume.command() == "make -C /repo grade"
+    assert resume.hide_passwords("a sqlite:////tmp/x:y@z b postgresql://u@h/db") == \
         "a sqlite:////tmp/x:y@z b postgresql://u@h/db"
 
 

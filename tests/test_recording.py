@@ -42,7 +42,7 @@ def test_grades_and_stamps_wait_for_the_batch_commit(course):
     recorder = Recorder(course_obj, writer)
     recorder.last_flush += 3600  # no flush by time in this test
     for student, score in (("r1", 1.0), ("r2", 0.0)):
-        recorder.record({"student": student, "notebook": P, "key": f"k-{student}"}, _result(course_obj, score))
+        recorder.record({"student": student, "notebook": P, "stamp": f"k-{student}"}, _result(course_obj, score))
     assert _booked(course, "r1") == {} and course_obj.stamps("r1") == {}  # queued, not committed
     recorder.settle()
     assert (course / "feedback" / "r1" / "mha" / f"{P}.html").is_file()  # the files are written before

@@ -152,9 +152,7 @@ def probe(test):
         while True:
             pass
     if test == 2:
-        subprocess.Popen(["sleep", "1000"], start_new_session=True)
         if os.fork() == 0:
-            os.setsid()
             time.sleep(1000)
         for _ in range(500):
             try:
@@ -175,7 +173,8 @@ def probe(test):
 
 
 def test_a_crash_costs_only_its_own_test_and_leaves_nothing_running():
-    """Test 0 exits the process, 1 hangs ignoring signals, 2 forks a sleeper and a fork bomb,
+    """Test 0 exits the process, 1 hangs ignoring signals, 2 forks a sleeper and a fork bomb (setsid, to leave
+    the process group, is refused by the filter: no job needs it),
     3 blows up memory, 4 floods stdout, 5 writes to the report channel's number (it is not there); 6 still runs normally."""
     the_job = job(HOSTILE)
     the_job["tests"] = [{"id": f"t{i}", "cases": [{"function": "probe", "names": ["test"], "specs": [i]}]}
@@ -228,7 +227,7 @@ def test_the_report_is_plain_data_even_from_lying_objects():
 def test_sandbox_processes_are_gone_even_when_the_grader_is_killed(tmp_path):
     """SIGKILL the process that runs a sandbox mid-job: its namespace dies with it."""
     script = tmp_path / "run_job.py"
-    sleeper = job("import subprocess, time\ndef probe():\n    subprocess.Popen(['sleep', '1000'])\n"
+    sleeper = job("import os, time\ndef probe():\n    if os.fork() == 0:\n        time.sleep(1000)\n"
                   "    time.sleep(1000)\n")
     script.write_text(textwrap.dedent(f"""
         import json, sys
@@ -251,28 +250,31 @@ def test_sandbox_processes_are_gone_even_when_the_grader_is_killed(tmp_path):
 
 def test_the_tests_run_in_one_process_until_one_ends_it():
     """The cells run once and the tests one after another in one process, as in a kernel; what a test
-    leaves running is killed before the next; a test that ends the process costs that test alone, and
+    leaves running is killed before the next; a test that ends the process costs that test alone (run
+    again once in a new process, where it ends the same way: it was charged for its own doing), and
     the next one starts in a new process that runs the cells again."""
     counting = job("""
-        import os, subprocess
+        import os, time
         with open("/tmp/runs", "a") as fh:
             fh.write("x")
         calls = []
         def living():
             pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
             return [p for p in pids if open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
-        def probe():
+        def probe(test):
             calls.append(1)
-            if len(calls) == 2:
-                subprocess.Popen(["sleep", "1000"])
-            if len(calls) == 4:
+            if test == 1 and os.fork() == 0:
+                time.sleep(1000)
+            if test == 3:
                 os._exit(3)
             return [open("/tmp/runs").read().count("x"), len(calls), len(living())]
-    """, tests=5)
+    """)
+    counting["tests"] = [{"id": f"t{i}", "cases": [{"function": "probe", "names": ["test"], "specs": [i]}]}
+                         for i in range(5)]
     report = sandbox.run(counting)
     assert statuses(report) == {"t0": "done", "t1": "done", "t2": "done", "t3": "exit", "t4": "done"}
     got = {test: calling.decode(outcome["result"]) for test, outcome in outcomes(report).items()}
-    assert got == {"t0": [1, 1, 0], "t1": [1, 2, 1], "t2": [1, 3, 0], "t4": [2, 1, 0]}
+    assert got == {"t0": [1, 1, 0], "t1": [1, 2, 1], "t2": [1, 3, 0], "t4": [3, 1, 0]}  # t3 ran the cells again
     assert sandbox_processes() == []
 
 
@@ -365,13 +367,17 @@ WEAKENINGS = {  # one weakening of the sandbox: the claims the probe must then r
     "readonly_job": ["read-only /job"],
     "file_size_limit": ["file-size limit"],
     "distinct_uids": ["a distinct uid per concurrent job"],
-    "net_namespace": ["no network (not even the host's loopback)", "no network interface but loopback"],
+    "net_namespace": ["own net namespace", "no network interface but loopback"],  # (no socket opens either way)
     "ipc_namespace": ["own ipc namespace"],
     "tmp_size": ["/tmp size limit"],
     "cgroup": ["job cgroup caps in force"],
     "keyring": ["private keyring"],
-    "seccomp": ["seccomp filter loaded", "closed system calls refused"],
+    "seccomp": ["seccomp filter loaded", "system calls outside the allowlist refused"],
     "hide_host_paths": ["no host path visible"],
+    "harness_uid": ["pid 1 under another uid than the student's code"],
+    "syscall_allowlist": ["system calls outside the allowlist refused", "no lock or watch on the host's files"],
+    "foreign_arch_kills": ["calls of another architecture kill the job"],
+    "socket_families": ["no socket opens, of any family"],
 }
 
 
@@ -408,6 +414,19 @@ def test_the_probe_reports_each_weakening_of_the_sandbox(weakening, grader_sessi
     failed = {p.split(": failed")[0] for p in problems}
     assert set(WEAKENINGS[weakening]) <= failed, problems
     assert all("; to fix: " in p for p in problems), problems
+
+
+def test_the_probe_reports_a_signal_that_lands_on_pid_1_when_both_its_layers_are_off():
+    """Either layer alone keeps pid 1 out of reach (each single weakening above leaves these claims
+    holding); with both off, the student's signals land on pid 1's handlers and its limit can be changed,
+    and the probe says so."""
+    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(),
+                             hardening=sandbox.Hardening(seccomp=False, harness_uid=False))
+    failed = {p.split(": failed")[0]: p for p in problems}
+    assert "no signal from the student's code lands on pid 1" in failed, problems
+    assert "SIGINT" in failed["no signal from the student's code lands on pid 1"]
+    reached = failed["no signal, limit, trace or OOM score of pid 1 within reach"]
+    assert "kill(1, SIGINT)" in reached and "prlimit64(1, RLIMIT_NOFILE) set" in reached, reached
 
 
 def test_the_probe_reports_a_memory_cap_above_the_machines_memory():
@@ -450,9 +469,18 @@ def test_a_job_does_not_see_the_graders_session_keyring(grader_session_key):
     assert all(line.split()[5] != "0" for line in keys.splitlines()), keys  # nothing of root's in view
 
 
-def test_every_closed_system_call_is_refused_and_threads_and_forks_still_work():
+REFUSED = ("keyctl", "add_key", "io_uring_setup", "userfaultfd", "bpf", "perf_event_open", "ptrace",
+           "process_vm_writev", "pidfd_getfd", "unshare", "setns", "clone3", "mount", "open_tree", "fsopen", "open_by_handle_at",
+           "init_module", "kexec_load", "syslog", "execve", "flock", "inotify_init1", "fanotify_init", "connect")
+UNNAMED = (457, 458, 462, 467, 470, 500, 1000)  # statmount, listmount, mseal, open_tree_attr on x86-64; no call yet
+
+
+def test_calls_outside_the_allowlist_are_refused_named_or_not_and_threads_and_forks_still_work():
+    """A sample of calls no job needs, by name and by number (libseccomp 2.5.4 names none of the
+    numbers: they are refused by the default action, as any later call will be)."""
     from mha_grader import kernel
-    numbers = {n: kernel.syscall_number(n) for n in kernel.CLOSED if kernel.syscall_number(n) is not None}
+    numbers = {n: kernel.syscall_number(n) for n in REFUSED} | {f"#{n}": n for n in UNNAMED}
+    assert None not in numbers.values() and not set(REFUSED) & set(kernel.ALLOWED)
     report = sandbox.run(job(f"""
         import ctypes, os, threading
         LIBC = ctypes.CDLL(None, use_errno=True)
@@ -483,6 +511,21 @@ def test_every_closed_system_call_is_refused_and_threads_and_forks_still_work():
     assert {name: code for name, code in got.items() if code != -errno.ENOSYS} == {}
     assert len(got) == len(numbers) + len(kernel.NEW_NAMESPACES)
     assert ran == [1] and forked == 7
+
+
+def test_the_filter_admits_no_call_it_does_not_list(tmp_path):
+    """Closed by construction: the calls the built filter admits (read back from libseccomp's own
+    rendering of it) are exactly the listed ones and the argument forms, and its defaults refuse."""
+    from mha_grader import kernel
+    rules = kernel.build_filter(dict.fromkeys(kernel.FILTER_SWITCHES, True), (sandbox.UID_BASE, sandbox.JOBS))
+    with open(tmp_path / "filter.pfc", "w+") as fh:
+        rules.export_pfc(fh)
+    pfc = (tmp_path / "filter.pfc").read_text()
+    named = {line.split('"')[1] for line in pfc.splitlines() if "# filter for syscall" in line}
+    ruled = {kernel.syscall_name(n) for n in kernel.ruled_numbers()}
+    assert named == ruled and set(kernel.ALLOWED) <= named, named ^ ruled
+    assert "# default action\n  action ERRNO(38);" in pfc  # ENOSYS for every call without a rule
+    assert "# invalid architecture action\naction KILL_PROCESS;" in pfc  # (i386's int 0x80, x32's numbers)
 
 
 def test_no_host_path_shows_inside():
@@ -623,3 +666,353 @@ def test_a_cgroup_v2_job_group_is_set_up_and_read_back_in_the_v2_files(tmp_path,
         (folder / name).write_text(text)
     assert group.usage() == {"cgroup": "v2", "memory_max": 3 << 30, "memory_peak": 123456, "oom_kills": 1,
                              "pids_max": 48, "forks_refused": 2, "cpus": 0.5, "cpu_s": 2.5, "throttled": 9}
+
+
+# --- issue 25: the allowlist's needs, pid 1 out of reach, the probe's new claims ----------------
+
+def everyday_job(source: str, torch: bool = False) -> dict:
+    return {"torch": torch, "cells": [{"label": "c0", "source": textwrap.dedent(source)}],
+            "tests": [{"id": f"t{i}", "cases": [{"function": "probe", "names": [], "specs": []}]} for i in range(2)]}
+
+
+def test_everyday_library_uses_run_under_the_allowlist():
+    """What the allowlist was measured on beyond the catalogues (tests/submissions/everyday.py): each runs
+    to the end under the filter, both tests, and returns what it returns without it."""
+    from submissions.everyday import EVERYDAY, EVERYDAY_TORCH
+    patient = sandbox.Limits(test_s=40, test_cpu_s=40, notebook_s=90)  # (matplotlib builds its font cache: seconds)
+    for cells, torch in ((EVERYDAY, False), (EVERYDAY_TORCH, True)):
+        for name, source in cells.items():
+            report = sandbox.run(everyday_job(source, torch), patient)
+            weakened = sandbox.run(everyday_job(source, torch), patient, hardening=sandbox.Hardening(seccomp=False))
+            assert statuses(report) == {"t0": "done", "t1": "done"}, (name, report.records)
+            assert "result" in outcomes(report)["t0"], (name, report.records)
+            assert result(report) == result(weakened) and result(report) not in (False, None), name
+
+
+PID_1 = '''
+import ctypes, os, resource, signal
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+def _checked(result):
+    if result < 0:
+        raise OSError(ctypes.get_errno(), "refused")
+
+def _refused(action):
+    try:
+        action()
+    except OSError as err:
+        return err.errno
+    return 0
+
+def probe(test):
+    if test == 1:
+        return sorted({
+            "kill SIGINT": _refused(lambda: os.kill(1, signal.SIGINT)),
+            "kill SIGTERM": _refused(lambda: os.kill(1, signal.SIGTERM)),
+            "tgkill SIGINT": _refused(lambda: _checked(LIBC.syscall(ctypes.c_long(TGKILL), ctypes.c_long(1),
+                                                                    ctypes.c_long(1), ctypes.c_long(signal.SIGINT)))),
+            "prlimit NOFILE": _refused(lambda: resource.prlimit(1, resource.RLIMIT_NOFILE, (3, 3))),
+            "prlimit read": _refused(lambda: resource.prlimit(1, resource.RLIMIT_NOFILE)),
+            "oom_score_adj": _refused(lambda: open("/proc/1/oom_score_adj", "w").write("1000")),
+            "mem": _refused(lambda: open("/proc/1/mem", "rb").read(1)),
+            "signal.pidfd_send_signal": _refused(lambda: signal.pidfd_send_signal(os.pidfd_open(1), signal.SIGINT)),
+        }.items())
+    return "pid 1 still answers"
+'''
+
+
+@pytest.mark.parametrize("layer", ["both", "the uids alone", "the filter alone"])
+def test_nothing_the_students_code_runs_reaches_pid_1(layer):
+    """The issue's samples (os.kill(1, SIGINT) and prlimit on pid 1's RLIMIT_NOFILE) and their kin are
+    refused, by each of the two layers on its own: pid 1's uid of its own, and the filter."""
+    hardening = {"both": sandbox.Hardening(), "the uids alone": sandbox.Hardening(seccomp=False),
+                 "the filter alone": sandbox.Hardening(harness_uid=False)}[layer]
+    from mha_grader import kernel
+    the_job = job(f"TGKILL = {kernel.syscall_number('tgkill')}\n" + PID_1)
+    the_job["tests"] = [{"id": f"t{i}", "cases": [{"function": "probe", "names": ["test"], "specs": [i]}]}
+                        for i in range(3)]
+    report = sandbox.run(the_job, hardening=hardening)
+    assert statuses(report) == {"t0": "done", "t1": "done", "t2": "done"} and report.returncode == 0, report.records
+    refused = dict(result(report, "t1"))
+    assert len(refused) == 8 and {what: code for what, code in refused.items() if code == 0} == {}, refused
+    assert result(report, "t2") == "pid 1 still answers"
+
+
+def test_a_job_whose_pid_1_is_stopped_is_that_notebooks_failure_alone(tmp_path):
+    """With both layers off, prlimit on pid 1 lands and the harness can open nothing more: the job ends
+    with the harness's failure status (judging reads it as the sandbox's failure: retried, then "could
+    not be graded" for that notebook alone, and `make grade` still exports, below) and nothing of it is
+    left running."""
+    lowers = job("import resource\ndef probe():\n    resource.prlimit(1, resource.RLIMIT_NOFILE, (4, 4))\n"
+                 "    return 'lowered'\n", tests=2)
+    report = sandbox.run(lowers, hardening=sandbox.Hardening(seccomp=False, harness_uid=False))
+    assert report.returncode == sandbox.HARNESS_FAILED, (report.returncode, report.records, report.stderr)
+    assert "Too many open files" in report.stderr
+    assert sandbox_processes() == []
+
+
+@pytest.mark.parametrize("exit_status, exported", [(0, True), (1, True), (3, False), (5, False)])
+def test_make_grade_exports_what_was_graded_even_when_a_notebook_could_not_be(exit_status, exported, tmp_path):
+    """`make grade` runs `nbgrader export` after a run that graded (0) and after one where some notebook
+    could not be graded (1, the README's exit status); not after a run that graded nothing (3: the
+    sandbox does not isolate; 5: recording failed). Its own exit status is the run's."""
+    (tmp_path / "gradebook.db").write_text("")
+    run = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(REPO), "-o", ".venv/.installed", "grade",
+                          f"COURSE={tmp_path}", f"GRADER=sh -c 'exit {exit_status}' run", "NBGRADER=echo exported"],
+                         capture_output=True, text=True)  # (-o: the venv is taken as built, never made here)
+    assert ("exported" in run.stdout) == exported, run.stdout + run.stderr
+    assert run.returncode == (0 if exit_status == 0 else 2), run.stdout + run.stderr  # (make's own status on failure)
+
+
+def holder_of(uid: int) -> subprocess.Popen:
+    """A process of this machine's that holds ``uid`` (as a stray user account's process would)."""
+    proc = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "30"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not any(f"pid {proc.pid} " in h for h in sandbox.holders_of_sandbox_uids()):
+        time.sleep(0.02)
+    return proc
+
+
+def test_the_probe_reports_a_host_process_holding_a_sandbox_uid(monkeypatch):
+    """A process of the host running as a sandbox uid (a student's, a harness's) is found; the probe names it.
+    (The stray lives a few hundredths of a second: other runs' probes on this machine would see it too.)"""
+    for uid in (sandbox.UID_BASE, sandbox.UID_BASE + sandbox.SLOTS - 1):
+        proc = holder_of(uid)
+        try:
+            found = sandbox.holders_of_sandbox_uids()
+        finally:
+            proc.kill()
+            proc.wait()
+        assert any(f"pid {proc.pid} (sleep) as uid/gid {uid}/{uid}" in h for h in found), found
+    assert not any(f"pid {proc.pid} " in h for h in sandbox.holders_of_sandbox_uids())
+    monkeypatch.setattr(sandbox, "holders_of_sandbox_uids", lambda: ["pid 4242 (sleep) as uid/gid 62465/62465"])
+    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes())
+    assert [p.split(": failed")[0] for p in problems] == ["no other process holds a sandbox uid"], problems
+    assert "pid 4242 (sleep)" in problems[0] and "; to fix: " in problems[0]
+
+
+def test_the_fork_server_holds_no_listing_of_the_course(tmp_path):
+    """A file put in the checkout (the course folder under `make grade`) before the fork servers start:
+    no job finds its name anywhere in its memory's containers, and the import system caches no folder
+    outside the Python installation and the job."""
+    canary = REPO / f".listing-canary-{os.getpid()}"
+    canary.write_text("")
+    sandbox.stop_servers()
+    try:
+        for torch in (False, True):
+            inside = tuple(p for _, paths in sandbox.prefix_paths() for p in paths) + ("/job",)
+            report = sandbox.run(job(f"""
+                import gc, sys
+                def probe():
+                    name = {canary.name[::-1]!r}[::-1]  # (never the name itself among its constants)
+                    seen = [type(o).__name__ for o in gc.get_objects()
+                            if isinstance(o, (set, frozenset, list, tuple, dict)) and name in o]
+                    folders = [str(p) for p in [*sys.path_importer_cache, *sys.path]
+                               if not str(p).startswith({inside!r})]
+                    return seen, folders, len(sys.path_importer_cache)
+            """, torch=torch))
+            seen, folders, cached = result(report)
+            assert seen == [] and folders == [] and cached > 0, (seen, folders)
+    finally:
+        canary.unlink()
+        sandbox.stop_servers()
+
+
+# --- issue 26: the harness is total: every way a test's process ends is a verdict for that test ---
+
+FUZZ = '''
+import ctypes, json, os, signal, sys, time
+POINT, ENDING, ONCE = {point!r}, {ending!r}, {once!r}
+
+class Odd(Exception):
+    def __str__(self):
+        raise RuntimeError("no words for it")
+
+def _end():
+    if ONCE:  # (only the first process that gets here: the next test's starts clean)
+        if os.path.exists("/tmp/ended"):
+            return
+        open("/tmp/ended", "w").close()
+    if ENDING == "exit 0":
+        os._exit(0)
+    if ENDING == "exit 3":
+        os._exit(3)
+    if ENDING == "SIGKILL":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if ENDING == "SIGSEGV":
+        ctypes.string_at(0)
+    if ENDING == "hangs":
+        time.sleep(1000)
+    if ENDING == "closes its pipes":
+        for fd in range(3, 64):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    if ENDING == "odd exception":
+        raise Odd()
+
+_write, _loads, _dumps = os.write, json.loads, json.dumps
+
+def write(fd, data):  # the child's frames go through os.write
+    if POINT == "after the cells' frame" and b'"seq": 0' in data:
+        written = _write(fd, data)
+        _end()
+        return written
+    if POINT == "half a frame" and b"END-HERE" in data:
+        _write(fd, data[:len(data) // 2])
+        _end()
+        return len(data)
+    if POINT == "after the frame" and b"END-HERE" in data:
+        written = _write(fd, data)
+        _end()
+        return written
+    return _write(fd, data)
+
+def loads(text, *args, **kwargs):  # the child reads each request with json.loads
+    value = _loads(text, *args, **kwargs)
+    if POINT == "request read" and isinstance(value, dict) and value.get("specs") == [1]:
+        _end()
+    return value
+
+def dumps(value, *args, **kwargs):  # and writes each answer with json.dumps
+    if POINT == "answer made" and isinstance(value, dict) and "END-HERE" in repr(value.get("result")):
+        _end()
+    return _dumps(value, *args, **kwargs)
+
+os.write, json.loads, json.dumps = write, loads, dumps
+
+def probe(n):
+    if n == 1 and POINT == "in the call":
+        _end()
+    return "END-HERE" if n == 1 else f"t{{n}}"
+
+if POINT == "cells":
+    _end()
+'''
+POINTS = ("cells", "after the cells' frame", "request read", "in the call", "answer made", "half a frame",
+          "after the frame")
+ENDINGS = ("exit 0", "exit 3", "SIGKILL", "SIGSEGV", "hangs", "closes its pipes", "odd exception")
+FUZZ_LIMITS = sandbox.Limits(test_s=1.5, notebook_s=30)
+
+
+def fuzz_verdicts(point: str, ending: str) -> tuple[tuple, tuple, tuple]:
+    """The (status, detail) each of the three tests must get when the child ends at ``point`` by ``ending``
+    (at the first two points, only the first process ends: test t0 is charged, t1 and t2 run clean; at
+    the others the process ends wherever test t1 reaches the point, t0 and t2 run clean)."""
+    done = ("done", 0)
+    end = {"exit 0": ("exit", 0), "exit 3": ("exit", 3), "SIGKILL": ("signal", 9), "SIGSEGV": ("signal", 11),
+           "hangs": ("timeout", 1.5), "closes its pipes": ("exit", 1), "odd exception": ("exit", 1)}[ending]
+    if point == "cells":
+        if ending == "hangs":
+            return ("cells", 1.5), ("cells", 1.5), ("cells", 1.5)  # (the cells never finish: no test can run)
+        return (done if ending == "odd exception" else end), done, done  # (the odd exception: a cell that raised)
+    if point == "after the cells' frame":
+        return end, done, done
+    if point == "after the frame":
+        hung = ending == "hangs"  # (t1 answered; a hung child answers no more)
+        return done, done, (("timeout", 1.5) if hung else done)
+    if ending == "odd exception" and point in ("in the call", "answer made"):
+        return done, done, done  # (an error the harness describes without words: the test gets an outcome)
+    return done, end, done
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_every_end_of_a_tests_process_is_a_verdict_for_that_test_alone(point):
+    """The fuzz: the child ends at each point of the protocol, in each way (an exit of any status, a signal,
+    a hang, closed pipes, an exception whose formatting raises); the test gets its verdict, the tests around
+    it run clean, pid 1 lives on (exit status 0) and the records are the harness's, whole."""
+    from mha_grader import frames
+    for ending in ENDINGS:
+        the_job = job(FUZZ.format(point=point, ending=ending, once=point in ("cells", "after the cells' frame")))
+        the_job["tests"] = [{"id": f"t{i}", "cases": [{"function": "probe", "names": ["n"], "specs": [i]}]}
+                            for i in range(3)]
+        report = sandbox.run(the_job, FUZZ_LIMITS)
+        assert report.returncode == 0, (point, ending, report.returncode, report.stderr)
+        events = frames.events(report.records, the_job)  # (whole and valid: one status per test)
+        got = tuple(events[f"t{i}"]["status"] for i in range(3))
+        assert got == fuzz_verdicts(point, ending), (point, ending, report.records)
+        for i, (status, _) in enumerate(got):
+            if status == "done":
+                outcome = events[f"t{i}"]["cases"][0]
+                undescribed = {"in the call": "an exception", "answer made": "an outcome"}.get(point) \
+                    if ending == "odd exception" and i == 1 else None
+                if undescribed:
+                    assert outcome["error"]["type"] == undescribed, (point, ending, outcome)
+                else:
+                    assert calling.decode(outcome["result"]) == ("END-HERE" if i == 1 else f"t{i}"), (point, ending)
+        assert sandbox_processes() == []
+
+
+def test_every_verdict_of_the_harness_has_words_for_the_student():
+    """Each status the fuzz can end in (an exit of status 0 included) has a sentence of its own."""
+    from mha_grader import judging
+    limits = sandbox.Limits()
+    said = {judging._no_outcome({"status": status}, sandbox.Report(), limits)
+            for status in (("exit", 0), ("exit", 3), ("signal", 9), ("signal", 11), ("timeout", 1.5), ("cells", 1.5))}
+    assert len(said) == 6 and all(s.endswith(".") for s in said), said
+    assert any("exit status 0" in s for s in said)
+
+
+# --- issue 28: the same submission gets the same numbers at every grading ---
+
+RANDOM = """
+import random
+import numpy as np
+def probe():
+    return [random.random(), float(np.random.rand()), float(np.random.normal(size=3).sum())]
+"""
+RANDOM_TORCH = """
+import random
+import numpy as np
+import torch
+def probe():
+    x = torch.ones(64)
+    return [random.random(), float(np.random.rand()), float(torch.nn.functional.dropout(x, 0.5).sum()),
+            float(torch.randn(3).sum())]
+"""
+
+
+def test_a_job_that_draws_random_numbers_draws_the_same_ones_at_every_grading():
+    """Python's, NumPy's and torch's generators are seeded from the job: the same job, the same numbers
+    (a test that ends its process and runs again in a new one draws from the start again); another job
+    (other inputs, or other cells), other numbers."""
+    for cells, torch in ((RANDOM, False), (RANDOM_TORCH, True)):
+        first, again = (sandbox.run(job(cells, tests=2, torch=torch)) for _ in range(2))
+        assert outcomes(first) == outcomes(again) and len(outcomes(first)) == 2
+        other = sandbox.run(job(cells + "# another submission\n", tests=2, torch=torch))
+        assert result(other) != result(first)
+        assert outcomes(first)["t0"] != outcomes(first)["t1"]  # (one generator, drawn on from test to test)
+
+
+def test_two_gradings_of_a_submission_that_draws_random_numbers_give_the_same_bytes(tmp_path):
+    """A student whose answers draw random numbers (NumPy's and Python's generators in exercise 1,
+    torch's dropout in exercise 5), graded twice by the grading command: the same scores, the same
+    stored results (their timings aside) and the same feedback pages, byte for byte. (Graded with the
+    static rule off: what is tested is the sandbox's seeding, not which code is admitted.)"""
+    from submissions import kit
+    course = kit.make_course(tmp_path / "course")
+    right = kit.solution_cells("05_assembly")["multi_head_attention"].replace(
+        "def multi_head_attention(", "def _right(", 1)
+    noisy = {"01_project": {"project": "def project(x, w, b=None):\n    import random\n"
+                                       "    out = x @ w + (0 if b is None else b)\n"
+                                       "    return out + np.random.normal(0, 0.1, out.shape) * random.random()\n"},
+             "05_assembly": {"multi_head_attention": right + "\ndef multi_head_attention(query, key, value, mha, "
+                             "causal=False):\n    out, weights = _right(query, key, value, mha, causal)\n"
+                             "    return torch.nn.functional.dropout(out, 0.5), weights\n"}}
+    kit.submit(course, "noisy", {notebook: kit.filled(course, notebook, cells) for notebook, cells in noisy.items()})
+    timings = ("seconds", "sandbox_s")
+    gradings = []
+    for _ in range(2):
+        run = kit.grade(course, "--force", "--workers", "1", rule=False)
+        assert run.returncode == 0, run.stdout + run.stderr
+        results = {p.name: {k: v for k, v in json.loads(p.read_text()).items() if k not in timings}
+                   for p in (course / "autograded" / "noisy" / kit.ASSIGNMENT).glob("*.result.json")}
+        pages = {p.name: p.read_bytes() for p in (course / "feedback" / "noisy" / kit.ASSIGNMENT).glob("*.html")}
+        gradings.append((kit.scores(course)["noisy"], results, pages))
+    assert set(gradings[0][1]) >= {"01_project.result.json", "05_assembly.result.json"}
+    assert gradings[0][0] == gradings[1][0] and gradings[0][1] == gradings[1][1]
+    assert gradings[0][2] == gradings[1][2] and len(gradings[0][2]) >= 2
+    project = [t["message"] for t in gradings[0][1]["01_project.result.json"]["tests"]]
+    assert sum("wrong values in the result" in m for m in project) >= 2, project  # (the noise is quoted)
+    assert any(t["score"] == 0 for t in gradings[0][1]["05_assembly.result.json"]["tests"])  # (and dropped out)

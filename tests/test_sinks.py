@@ -129,7 +129,8 @@ def test_class_report_has_figures_and_real_tables():
     totals, mistakes = _results(200)
     tests = [{"notebook": P, "test": f"test_{i}", "points": 1, "passed": 150 - i, "failed": 50 + i} for i in range(6)]
     page = class_report.page("mha", totals, 15, tests, mistakes)
-    assert page.count("<svg") == 2 and page.count("role='img'") == 2 and page.count("aria-label=") == 2
+    assert page.count("class='chart' role='img'") == 2 and page.count("aria-label=") == 2  # two figures, named
+    assert page.count("<svg") == 6 + 5 and page.count("aria-hidden='true'") == 11  # their bars, hidden from readers
     assert "<th scope='col'>" in page and "<th scope='row'>" in page and "<caption>" in page
     assert "Content-Security-Policy" in page and "<script" not in page
     assert "mistake number 0 with" in page and ">40<" in page  # a named mistake, with how many students

@@ -25,7 +25,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
+# The built site (another build can be checked with MHA_SITE=/path/to/html, e.g. an older one).
+SITE = Path(os.environ.get("MHA_SITE") or ROOT / "_build" / "html")
 SEARCH_TERM = "softmax"           # in chapters/intro.md, the page the site test relies on
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -772,6 +773,344 @@ def test_downloaded_intro_notebook_runs(server, tmp_path):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("head-selector" in o.get("data", {}).get("text/html", "") for o in outputs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Focus, reflow, figures, copying, forced colours, search from disk (as readers met them)
+# ---------------------------------------------------------------------------------------------
+# Resolves once the focused element has stopped moving (the theme scrolls smoothly) and no
+# animation runs (the skip links slide in): what a reader sees after pressing Tab.
+SETTLE_JS = """() => new Promise(done => { let last = null, same = 0;
+  (function frame() {
+    const a = document.activeElement, r = a ? a.getBoundingClientRect() : {top: 0, left: 0};
+    const key = [r.top, r.left, scrollX, scrollY].join();
+    const still = document.getAnimations().every(x => x.playState !== 'running');
+    if (key === last && still) { if (++same > 2) return done(true); } else { same = 0; last = key; }
+    requestAnimationFrame(frame);
+  })(); })"""
+# The focused element: new (not met before on this walk), where it is, and the area its focus
+# indicator can be in (its boxes, 5 px around, within the viewport).
+TAB_STOP_JS = """() => {
+  const a = document.activeElement;
+  if (!a || a === document.body) return null;
+  window.__tabSeen = window.__tabSeen || new WeakSet();
+  if (window.__tabSeen.has(a)) return {again: true};
+  window.__tabSeen.add(a);
+  const vw = document.documentElement.clientWidth, vh = innerHeight;
+  const rects = [...a.getClientRects()].filter(r => r.width > 0 && r.height > 0);
+  const name = (a.getAttribute('aria-label') || a.textContent || a.tagName).trim().replace(/\\s+/g, ' ').slice(0, 60);
+  const box = rects.reduce((b, r) => [Math.min(b[0], r.left), Math.min(b[1], r.top), Math.max(b[2], r.right),
+                                      Math.max(b[3], r.bottom)], [1e9, 1e9, -1e9, -1e9]);
+  const x0 = Math.max(0, box[0] - 5), y0 = Math.max(0, box[1] - 5);
+  const x1 = Math.min(vw, box[2] + 5), y1 = Math.min(vh, box[3] + 5);
+  const style = getComputedStyle(a);
+  return {again: false, name: a.tagName.toLowerCase() + ' "' + name + '"',
+          onscreen: rects.length > 0 && box[2] > 0 && box[3] > 0 && box[0] < vw && box[1] < vh
+                    && style.visibility !== 'hidden' && style.opacity !== '0',
+          clip: {x: x0, y: y0, width: x1 - x0, height: y1 - y0},
+          perimeter: rects.reduce((p, r) => p + 2 * (r.width + r.height), 0)}; }"""
+
+
+def _tab_stops(page, limit: int = 800):
+    """Press Tab from the top of the page until the focus comes back round; yields each stop."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        page.evaluate(SETTLE_JS)
+        stop = page.evaluate(TAB_STOP_JS)
+        if stop is None or stop["again"]:
+            return
+        yield stop
+    raise AssertionError(f"more than {limit} Tab stops: the walk never came back round")
+
+
+def _changed_pixels(before: bytes, after: bytes) -> int:
+    """How many pixels differ visibly (by more than 40 of 255 in some channel) between two PNGs."""
+    import io
+
+    from PIL import Image, ImageChops
+
+    a, b = (Image.open(io.BytesIO(png)).convert("RGB") for png in (before, after))
+    diff = ImageChops.difference(a, b).convert("L").point(lambda v: 255 if v > 40 else 0)
+    return diff.histogram()[255]
+
+
+@needs_site
+def test_every_tab_stop_shows_where_the_focus_is(browser, server):
+    """WCAG 2.4.7 by pixels: on every page, at each Tab stop, the area around the focused element
+    looks different with the focus and without it, by at least a 1 px ring's worth of pixels
+    (a ring cut off by an `overflow: auto` box, or no ring at all, fails)."""
+    invisible, stops = [], 0
+    for page_file in _pages():
+        watch = _Watch(browser, server, **DESKTOP, reduced_motion="reduce")
+        try:
+            page = watch.open(_rel(page_file))
+            for stop in _tab_stops(page):
+                stops += 1
+                if not stop["onscreen"]:
+                    invisible.append(f"{_rel(page_file)}: {stop['name']} is off screen")
+                    continue
+                focused = page.screenshot(clip=stop["clip"])
+                page.evaluate("() => { window.__tabFocus = document.activeElement; document.activeElement.blur(); }")
+                page.evaluate(SETTLE_JS)
+                plain = page.screenshot(clip=stop["clip"])
+                page.evaluate("() => window.__tabFocus.focus({preventScroll: true})")   # the next Tab goes on from it
+                changed = _changed_pixels(focused, plain)
+                if changed < stop["perimeter"]:
+                    invisible.append(f"{_rel(page_file)}: {stop['name']}: {changed} pixels change with the "
+                                     f"focus, fewer than its perimeter ({stop['perimeter']:.0f})")
+            assert not watch.problems, "\n".join(watch.problems)
+        finally:
+            watch.close()
+    assert stops > 300, f"only {stops} Tab stops on {len(_pages())} pages: the walk stopped early"
+    assert not invisible, f"{len(invisible)} of {stops} Tab stops show no focus:\n" + "\n".join(invisible)
+
+
+@needs_site
+def test_no_tab_stop_is_off_screen_on_a_phone(browser, server):
+    """At 390 px the sidebars are closed drawers: Tab must not walk through their hidden links.
+    Every Tab stop, once the browser has scrolled to it, is on screen and visible."""
+    hidden, stops = [], 0
+    for page_file in _pages():
+        watch = _Watch(browser, server, **PHONE, reduced_motion="reduce")
+        try:
+            page = watch.open(_rel(page_file))
+            for stop in _tab_stops(page):
+                stops += 1
+                if not stop["onscreen"]:
+                    hidden.append(f"{_rel(page_file)}: {stop['name']}")
+        finally:
+            watch.close()
+    assert stops > 300, stops
+    assert not hidden, f"{len(hidden)} of {stops} Tab stops off screen at 390 px:\n" + "\n".join(hidden)
+
+
+@needs_site
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_colour_mode_button_shows_its_mode(browser, server, scheme):
+    """The header's colour-mode button shows one icon, the current mode's, drawn in pixels."""
+    watch = _Watch(browser, server, **DESKTOP, color_scheme=scheme)
+    try:
+        page = watch.open("chapters/intro.html")
+        button = page.locator(".theme-switch-button").first
+        shown = button.evaluate("""b => [...b.children].filter(i => getComputedStyle(i).display !== 'none'
+                                    && i.getBoundingClientRect().width > 4).map(i => i.getAttribute('data-mode'))""")
+        mode = page.evaluate("document.documentElement.dataset.mode")
+        assert shown == [mode], f"mode {mode!r}: icons shown {shown}"
+        page.mouse.move(0, 0)
+        drawn = button.screenshot()
+        button.evaluate("b => { for (const i of b.children) i.style.visibility = 'hidden'; }")
+        assert _changed_pixels(drawn, button.screenshot()) > 30, "the button's icon draws nothing"
+        button.click()                                      # the next mode, and its icon
+        assert page.evaluate("document.documentElement.dataset.mode") != mode
+        assert not watch.problems, "\n".join(watch.problems)
+    finally:
+        watch.close()
+
+
+@needs_site
+def test_every_page_reflows_at_320_px(browser, server):
+    """WCAG 1.4.10: at 320 CSS px (1280 px at 400 % zoom) no page scrolls sideways; only boxes
+    of code, tables and wide formulas scroll inside themselves."""
+    wide = []
+    watch = _Watch(browser, server, viewport={"width": 320, "height": 640})
+    try:
+        for page_file in _pages():
+            page = watch.open(_rel(page_file))
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > 320:
+                wide.append(f"{_rel(page_file)}: {width} px wide")
+        assert not watch.problems, "\n".join(watch.problems)
+    finally:
+        watch.close()
+    assert not wide, "pages that scroll sideways at 320 px:\n" + "\n".join(wide)
+
+
+@needs_site
+def test_the_header_scrolls_away_in_a_short_viewport(browser, server):
+    """At 400 % zoom (320 x 225 CSS px) a sticky header would hide a quarter of the screen: once
+    the reader scrolls, the header has left the screen."""
+    watch = _Watch(browser, server, viewport={"width": 320, "height": 225}, reduced_motion="reduce")
+    try:
+        page = watch.open("chapters/02_committee.html")
+        page.evaluate("window.scrollTo(0, 1500)")
+        page.evaluate(SETTLE_JS)
+        covered = page.evaluate("""() => [...document.querySelectorAll('body *')].filter(e => {
+            const s = getComputedStyle(e), r = e.getBoundingClientRect();
+            return ['sticky', 'fixed'].includes(s.position) && s.visibility !== 'hidden' && r.height > 0
+                   && r.bottom > 0 && r.top < innerHeight; }).map(e => [e.className, Math.round(e.getBoundingClientRect().height)])""")
+        assert not [c for c in covered if c[1] > 0.1 * 225], f"fixed or sticky on screen after a scroll: {covered}"
+    finally:
+        watch.close()
+
+
+@needs_site
+def test_figures_are_numbered_captioned_and_readable_on_a_phone(browser, server):
+    """Every figure a chapter cell draws is a numbered figure with a caption that the text can
+    cite, and on a 390 px phone none of its labels is smaller than mha_book.plotting.MIN_LABEL_PX
+    (matplotlib's SVGs: a label's size times the scale it is shown at; the head viewers' maps
+    likewise)."""
+    from mha_book.plotting import MIN_LABEL_PX, label_sizes
+
+    small, uncaptioned, figures, maps = [], [], 0, 0
+    watch = _Watch(browser, server, **PHONE)
+    try:
+        for page_file in _notebook_pages():
+            page = watch.open(_rel(page_file))
+            for src, width, caption in page.evaluate("""() => [...document.querySelectorAll('.cell_output img')].map(i => {
+                    const f = i.closest('figure'), c = f && f.querySelector('figcaption');
+                    return [i.getAttribute('src'), i.getBoundingClientRect().width, c ? c.innerText : null]; })"""):
+                figures += 1
+                if not caption or not re.match(r"Fig\. \d+\s+\S", caption):
+                    uncaptioned.append(f"{_rel(page_file)}: {src} ({caption!r})")
+                if src.endswith(".svg"):
+                    width_pt, sizes = label_sizes((page_file.parent / src).read_text(encoding="utf-8"))
+                    smallest = min(sizes) * width / width_pt
+                    if smallest < MIN_LABEL_PX:
+                        small.append(f"{_rel(page_file)}: {src}: labels down to {smallest:.1f} px")
+            for smallest in page.locator("svg.head-selector-heatmap").evaluate_all("""ss => ss.map(s =>
+                    Math.min(...[...s.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize)))
+                    * s.getBoundingClientRect().width / s.viewBox.baseVal.width)"""):
+                maps += 1
+                if smallest < MIN_LABEL_PX:
+                    small.append(f"{_rel(page_file)}: a head viewer's labels down to {smallest:.1f} px")
+        assert not watch.problems, "\n".join(watch.problems)
+    finally:
+        watch.close()
+    assert figures >= 10 and maps >= 5, (figures, maps)
+    assert not uncaptioned, "figures without a number and caption:\n" + "\n".join(uncaptioned)
+    assert not small, f"labels under {MIN_LABEL_PX} px on a 390 px phone:\n" + "\n".join(small)
+
+
+@needs_site
+def test_copied_prose_keeps_its_formulas_as_tex(browser, server):
+    """Select a paragraph with formulas, copy (Ctrl+C): the clipboard holds its words and each
+    formula as TeX between dollars, on every page that has one."""
+    checked = 0
+    watch = _Watch(browser, server, **DESKTOP, permissions=["clipboard-read", "clipboard-write"])
+    try:
+        for page_file in (p for p in _pages() if 'data-tex="' in p.read_text(encoding="utf-8")):
+            page = watch.open(_rel(page_file))
+            paragraph = page.locator(".bd-article p:has(span.math[data-tex])").first
+            words, formulas = paragraph.evaluate("""p => { const c = p.cloneNode(true);
+                const tex = [...c.querySelectorAll('[data-tex]')].map(m => m.dataset.tex);
+                c.querySelectorAll('[data-tex]').forEach(m => m.remove());
+                return [c.textContent.split(/\\s+/).filter(w => /^[A-Za-z]{4,}$/.test(w)), tex]; }""")
+            paragraph.evaluate("""p => { const r = document.createRange(); r.selectNodeContents(p);
+                const s = getSelection(); s.removeAllRanges(); s.addRange(r); }""")
+            page.keyboard.press("Control+C")
+            copied = page.evaluate("navigator.clipboard.readText()")
+            missing = [t for t in formulas if f"${t}$" not in copied]
+            assert formulas and not missing, f"{_rel(page_file)}: formulas not copied as TeX: {missing} in {copied!r}"
+            assert all(w in copied for w in words), f"{_rel(page_file)}: words lost: {copied!r}"
+            checked += 1
+        assert not watch.problems, "\n".join(watch.problems)
+    finally:
+        watch.close()
+    assert checked >= 6, checked
+
+
+@needs_site
+def test_the_head_viewers_colour_scale_shows_in_forced_colours(browser, server):
+    """A contrast theme (forced colours) drops CSS backgrounds: the viewer's colour scale, a
+    gradient, must keep its colours, as the map does."""
+    watch = _Watch(browser, server, **DESKTOP, forced_colors="active", color_scheme="dark")
+    try:
+        page = watch.open("chapters/04_complete_guide.html")
+        bar = page.locator(".head-selector-colorbar").first
+        bar.scroll_into_view_if_needed()
+        import io
+
+        from PIL import Image
+
+        colours = Image.open(io.BytesIO(bar.screenshot())).convert("RGB").getcolors(1 << 16) or []
+        assert len(colours) >= 20, f"the colour scale shows {len(colours)} colours in forced-colours mode"
+    finally:
+        watch.close()
+
+
+@needs_site
+def test_search_opened_from_disk_shows_snippets_without_errors(browser):
+    """The README's first suggestion is to open the built site from disk: there the search must
+    show each hit's snippet too, with no console error (the browser refuses fetch on file://)."""
+    context = browser.new_context(**DESKTOP)
+    errors = []
+    try:
+        page = context.new_page()
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((SITE / "search.html").as_uri() + f"?q={SEARCH_TERM}")
+        page.locator("#search-results .search-summary").filter(has_text="found").wait_for()
+        hits = page.locator("#search-results ul.search > li")
+        page.wait_for_function("n => document.querySelectorAll('#search-results ul.search li p.context').length >= n",
+                               arg=hits.count(), timeout=15_000)
+        snippets = page.locator("#search-results ul.search li p.context").all_inner_texts()
+        assert hits.count() >= 3 and all(SEARCH_TERM in s.lower() for s in snippets), snippets
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+@needs_site
+def test_each_answer_is_named_after_its_question(watch):
+    """A page's quiz toggles have different names ("Answer to Quiz 2"), so a screen reader's list
+    of them, or a voice command, can tell them apart."""
+    seen = 0
+    for page_file in _notebook_pages():
+        page = watch.open(_rel(page_file))
+        names = [n.strip() for n in page.locator("details.sd-dropdown > summary").all_inner_texts()]
+        assert len(names) == len(set(names)), f"{_rel(page_file)}: toggles share names: {names}"
+        seen += len(names)
+    page = watch.open("chapters/02_committee.html")
+    names = page.locator("details.sd-dropdown > summary").all_inner_texts()
+    assert [n.strip() for n in names[:2]] == ["Answer to Quiz 1", "Answer to Quiz 2"], names
+    assert seen >= 30, seen
+
+
+@needs_site
+def test_the_head_viewer_names_a_repeated_letter_by_its_position(phone):
+    """The toy task's sequences repeat letters: the viewer's status and value table name a row or
+    column by its position too when its label is not unique."""
+    page = phone.open("chapters/02_committee.html")
+    viewer = page.locator("div.head-selector").first
+    viewer.locator("select.head-selector-head").select_option("1")
+    status = viewer.locator(".head-selector-status").inner_text()
+    rows = viewer.locator("text.head-selector-label[text-anchor='end']").all_text_contents()
+    letter = re.search(r"from query \u201c(.)\u201d( \(\d+\))?", status)
+    assert letter, status
+    repeated = rows.count(letter.group(1)) > 1
+    assert bool(letter.group(2)) == repeated, f"{status!r} for rows {rows}"
+    viewer.locator(".head-selector-values > summary").tap()
+    headers = viewer.locator(".head-selector-table tbody th").all_inner_texts()
+    assert len(headers) == len(set(headers)) == len(rows), headers
+    assert not phone.problems, "\n".join(phone.problems)
+
+
+@needs_site
+def test_a_map_shown_twice_is_on_one_colour_scale(watch):
+    """Chapter 5 shows its window's maps before and after training twice: as a figure and in the
+    head viewer. Each map keeps its figure's colour scale in the viewer."""
+    page = watch.open("chapters/05_bilstm_8_heads.html")
+    scale = {}
+    for name in ("fig-heads-untrained", "fig-heads-trained"):
+        alt = page.locator(f"figure#{name} img").get_attribute("alt")
+        scale[name] = re.search(r"colour from 0 to (\d+(?:\.\d+)?(?:e[+-]?\d+)?)", alt).group(1)
+    viewer = page.locator("div.head-selector").first
+    group = viewer.locator("select.head-selector-group")
+    for option, name in (("after", "fig-heads-trained"), ("before", "fig-heads-untrained")):
+        group.select_option(label=option)
+        top = viewer.locator(".head-selector-legend > span:not(.head-selector-colorbar)").last.inner_text()
+        assert float(top) == pytest.approx(float(scale[name]), rel=2e-3), (option, top, scale[name])
+    assert not watch.problems, "\n".join(watch.problems)
+
+
+@needs_site
+def test_no_page_offers_its_myst_source():
+    """The download menu offers the executed .ipynb and the printable page, not the MyST source
+    (whose glue roles and directives are build input); the site holds no such source."""
+    offered = [f"{_rel(p)}: {u}" for p in _pages() for t, _, u in _scan(p).urls
+               if t == "a" and urlsplit(u).path.endswith((".md", ".txt")) and "_sources" in u]
+    assert not offered, offered
+    assert not list((SITE / "_sources").rglob("*.md")), "MyST sources copied into the site"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 maths typeset at build time (needs `make site-node`)."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -107,6 +108,60 @@ def test_glued_figures_and_image_files_become_attachments(tmp_path):
                                     "pic.svg": {"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>"}}
 
 
+def test_a_shown_figure_gets_its_numbered_caption_and_answers_their_questions_name(tmp_path):
+    """What mha_book.plotting.show wrote into the SVG becomes a numbered caption under the cell
+    ({numref} prints the same number); an answer is named after the bold label of its question."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from IPython.display import SVG
+
+    from mha_book import plotting
+
+    shown = []
+    fig, ax = plt.subplots(figsize=(plotting.FIGURE_WIDTH, 2))
+    ax.plot([1, 2], [3, 4], label="cost")
+    import IPython.display
+    display, IPython.display.display = IPython.display.display, shown.append
+    try:
+        plotting.show(fig, "It rises.", caption="Cost against $n$ & more.", name="fig-cost")
+    finally:
+        IPython.display.display = display
+    assert isinstance(shown[0], SVG)
+    meta = notebook_export.svg_metadata(shown[0].data)
+    assert meta == notebook_export.SvgMetadata(meta.alt, "Cost against $n$ & more.", "fig-cost") and "It rises." in meta.alt
+    exporter = notebook_export.MarkdownExporter({}, lambda label: (label, None), str, tmp_path, {"fig-cost": "Fig. 7"})
+    nb = {"metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": "show()", "execution_count": 1,
+         "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/svg+xml": shown[0].data}}]},
+        {"cell_type": "markdown", "metadata": {}, "source": "As {numref}`fig-cost` shows.\n\n**Quiz 2.** Why?"},
+        {"cell_type": "markdown", "metadata": {}, "source": "::::{dropdown} Answer\nBecause.\n::::"},
+    ]}
+    out = notebook_export.export_notebook(nb, exporter)
+    texts = [c["source"] for c in out["cells"]]
+    assert texts[1] == '<a id="fig-cost"></a>\n\n*Fig. 7* Cost against $n$ & more.'
+    assert texts[2].startswith("As [Fig. 7](#fig-cost) shows.")
+    assert "<summary><b>Answer to Quiz 2</b></summary>" in texts[3]
+
+
+def test_show_refuses_a_figure_too_wide_for_a_phone():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mha_book import plotting
+
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3))
+    for ax in axes:
+        ax.plot([1, 2], [3, 4])
+    with pytest.raises(ValueError, match=r"too wide for a phone: drawn 10.0 in wide, its smallest label shrinks to [\d.]+ CSS px"):
+        plotting.show(fig, "x", caption="c", name="fig-x")
+    with pytest.raises(ValueError, match="needs a name"):
+        plotting.show(plt.figure(figsize=(3, 2)), "x", caption="c")
+
+
 NODE_MODULES = Path(__file__).resolve().parents[1] / ".cache" / "node" / "node_modules"
 needs_mathjax = pytest.mark.skipif(not (NODE_MODULES / "mathjax-full").is_dir(),
                                    reason="mathjax-full is not installed: run `make site-node`")
@@ -127,7 +182,8 @@ def test_maths_is_typeset_in_place_with_mathml_and_a_stylesheet(tmp_path):
     assert out.count("<mjx-container") == 2 and out.count("<math") == 2
     assert "<mi>W</mi>" in out and "<mo>&lt;</mo>" in out and "<msqrt>" in out
     assert '<span class="eqno">(1)' in out and 'id="equation-a"' in out    # number and anchor kept
-    assert "\\frac" not in out and "<pre>\\(not maths\\)</pre>" in out
+    assert "\\frac" not in re.sub(r"<[^>]+>", "", out) and "<pre>\\(not maths\\)</pre>" in out   # no TeX shown
+    assert 'data-tex="\\frac{1}{\\sqrt{d_k}}"' in out          # kept for copying (course.js)
     assert '<style id="mathjax-chtml">' in out and 'url("../mathjax/fonts/MathJax_Main-Regular.woff")' in out
     assert math_prerender.render_site(tmp_path, NODE_MODULES) == 0               # nothing left to do
 

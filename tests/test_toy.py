@@ -76,3 +76,29 @@ def test_single_head_outcomes_the_chapter_reports(trained, seed):
     on_prev, on_first = toy.head_focus(toy.attention(model, x))[0, 0].tolist()
     assert min(acc.values()) > 0.9, acc
     assert 0.3 < on_prev < 0.7 and 0.3 < on_first < 0.7, (on_prev, on_first)
+
+
+def test_training_draws_are_what_training_sees(monkeypatch):
+    cfg = toy.ToyConfig(steps=3, batch=5)
+    seen = []
+    forward = toy.ToyModel.forward
+
+    def recording(self, x, **kwargs):
+        seen.append(x)
+        return forward(self, x, **kwargs)
+
+    monkeypatch.setattr(toy.ToyModel, "forward", recording)
+    toy.train(cfg)
+    assert torch.equal(torch.cat(seen), toy.training_draws(cfg))
+
+
+def test_held_out_sequences_were_never_drawn_in_training():
+    """Chapters 2 and 3 evaluate on held-out sequences that no training run of theirs drew."""
+    cfg, runs = toy.ToyConfig(), [toy.ToyConfig(seed=s, steps=400) for s in range(2)]
+    for unseen_by in (None, runs):
+        x, y = toy.test_set(cfg, unseen_by=unseen_by)
+        seen = {tuple(s) for c in (unseen_by or [cfg]) for s in toy.training_draws(c).tolist()}
+        assert x.shape == (2000, cfg.seq_len) and torch.equal(y, toy.answers(x))
+        assert not any(tuple(s) in seen for s in x.tolist())
+    plain, _ = toy.make_batch(2000, cfg, torch.Generator().manual_seed(1234))
+    assert any(tuple(s) in seen for s in plain.tolist())   # without the filter, some were

@@ -77,13 +77,14 @@ def test_feedback_says_what_happened(case, batch):
 def test_nothing_of_the_hidden_inputs_reaches_a_student(batch):
     """Every element of every hidden input (as Python writes a float) is looked for in every file of
     every student's feedback folder, and in the notebooks formgrader shows them."""
-    from mha_grader import course as course_mod, run, secret
+    from mha_grader import course as course_mod, jobs, secret
     os.environ["MHA_GRADER_SECRET"] = str(batch.secret)
     course = course_mod.Course(batch.course)
     args = argparse.Namespace(student=[], notebook=[], force=True)
-    plan, _ = run._plan(course, secret.load(), args)
+    plan, _ = jobs.plan(course, secret.load(), args)
+    make = jobs.Maker(course, secret.load(), force=True)
     numbers: dict[str, set] = {}
-    for job in plan:
+    for job in map(make, plan):  # (the files are those graded: the same bytes, the same draw)
         for cases in job["cases"].values():
             for case in cases:
                 for spec in case.specs():

@@ -85,3 +85,33 @@ def test_the_jupyterlab_validate_dialog_gets_the_wrapped_message(tmp_path):
     texts = [cell["error"] for cell in result["failed"]]
     assert texts and all(mutant.says in " ".join(t.split()) for t in texts), texts
     assert all(len(line) <= 78 for t in texts for line in t.splitlines()), texts
+
+
+def _validate_notebook(tmp_path: Path, name: str, nb: dict) -> str:
+    path = tmp_path / f"{name}.ipynb"
+    path.write_text(json.dumps(nb))
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run([str(BIN / "nbgrader"), "validate", str(path)], cwd=tmp_path, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300).stdout
+
+
+def test_validate_shows_the_graders_verdict_on_what_the_function_reaches(tmp_path):
+    """Issue 25: the student sees the ready-made rule's verdict before handing in. Free cells (a plot, timing,
+    a comparison with torch's own module) cost nothing; a helper that calls torch's attention refuses the
+    tests that reach it, with the grader's words."""
+    from submissions import corpora
+
+    release = json.loads((REPO / "exercises" / "mha" / "05_assembly.ipynb").read_text())
+    reference = judged.reference_answers("05_assembly")
+    honest = corpora.Entry("honest", "05_assembly", "multi_head_attention", reference["multi_head_attention"],
+                           (corpora.COMPARE, "import matplotlib.pyplot as plt\nimport time\nplt.plot([1, 2])\n"))
+    assert "Success! Your notebook passes all the tests." in _validate_notebook(
+        tmp_path, "05_assembly", corpora.notebook(release, honest, reference))
+    helper = corpora.Entry("helper", "05_assembly", "multi_head_attention",
+                           "def multi_head_attention(query, key, value, mha, causal=False):\n"
+                           "    return helper(query, key, value, mha, causal)\n",
+                           ("def helper(query, key, value, mha, causal):\n"
+                            "    return F.scaled_dot_product_attention(query, key, value, is_causal=causal), None\n",))
+    found = errors(_validate_notebook(tmp_path, "05_assembly", corpora.notebook(release, helper, reference)))
+    assert len(found) == 5 and all("F.scaled_dot_product_attention` is torch's own attention" in e and
+                                   "(reached by multi_head_attention → helper)" in e for e in found), found

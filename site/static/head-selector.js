@@ -10,8 +10,10 @@
  *     sideways-scrolling box, so that they stay in view;
  *   - a status line (head-selector-status, aria-live) saying what is shown after each change;
  *   - the map (svg.head-selector-heatmap, rect.head-selector-cell) in its own box
- *     (head-selector-scroll) that shrinks to the screen's width and scrolls only if it must;
- *   - the colour scale, then "Values as a table" (details.head-selector-values): the same numbers
+ *     (head-selector-scroll), drawn for the box's width (cells shrink, labels stay 12 px) and
+ *     drawn again when that width changes; it scrolls only if even the smallest cells do not fit;
+ *   - the colour scale (one for all maps, or one per group when vmax is a list), then "Values as
+ *     a table" (details.head-selector-values): the same numbers
  *     as a table with a header per row and column, which keyboard and screen-reader users read
  *     cell by cell (the map is one picture to them).
  * The layout and colours match mha_book/widgets.py; keep the two in step.
@@ -22,7 +24,7 @@
   var SVG_NS = "http://www.w3.org/2000/svg"; // an XML namespace name, never fetched
   var VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c",
                  "#28ae80", "#5ec962", "#addc30", "#fde725"];
-  var FONT_PX = 12, CHAR_PX = 7.2;
+  var FONT_PX = 12, CHAR_PX = 7.2, MIN_CELL = 8;
 
   function hex(c) { return [1, 3, 5].map(function (j) { return parseInt(c.slice(j, j + 2), 16); }); }
 
@@ -51,6 +53,16 @@
   // Labels are one list, or one list per group (e.g. the tokens of each example).
   function labelsOf(labels, g) { return Array.isArray(labels[0]) ? labels[g] : labels; }
 
+  // The colour scale's top: one for all maps, or one per group (spec.vmax is then a list).
+  function vmaxOf(spec, g) { return Array.isArray(spec.vmax) ? spec.vmax[g] : spec.vmax; }
+
+  // A label as a reader can tell it apart: "c" if it occurs once on its axis, else "c (3)", its
+  // position counted from 1 (the toy task's letters repeat: "query c" would name two rows).
+  function named(labels, i) {
+    var t = labels[i];
+    return labels.indexOf(t) === labels.lastIndexOf(t) ? t : t + " (" + (i + 1) + ")";
+  }
+
   // A colour-bar end: at most 3 significant digits (0.21901321411132812 -> 0.219).
   function tick(v) { return String(Number(Number(v).toPrecision(3))); }
 
@@ -59,12 +71,16 @@
     return spec.weights[g][h].map(function (row) { return row.map(function (v) { return v / spec.scale; }); });
   }
 
-  function heatmap(spec, g, h) {
+  // The map is drawn for the width it is read at: its cells shrink (down to MIN_CELL) to fit the
+  // box, so that its labels keep their 12 px on a phone instead of being scaled down with it.
+  function heatmap(spec, g, h, width) {
     var m = matrix(spec, g, h), q = labelsOf(spec.query, g), k = labelsOf(spec.key, g);
+    var vmax = vmaxOf(spec, g);
     var n = Math.max(q.length, k.length);
-    var cell = Math.max(12, Math.min(32, Math.floor(420 / n)));
     var left = Math.ceil(longest(q) * CHAR_PX) + 10;
     var top = Math.ceil(longest(k) * CHAR_PX * 0.71) + 14;
+    var fits = Math.floor((width - left - Math.max(4, top - 14)) / k.length);
+    var cell = Math.max(MIN_CELL, Math.min(32, Math.floor(420 / n), width > 0 ? fits : 32));
     var right = Math.max(4, top - 14 - Math.floor(cell / 2)); // the last column label leans right
     var width = left + cell * k.length + right, height = top + cell * q.length + 4;
     var showValues = cell >= 28;
@@ -90,13 +106,13 @@
         var v = m[i][j], s = v.toFixed(spec.digits);
         var rect = svgEl("rect", { "class": "head-selector-cell", "data-q": i, "data-k": j,
           "data-value": s, x: left + cell * j, y: top + cell * i, width: cell, height: cell,
-          fill: colour(v, spec.vmin, spec.vmax) });
-        rect.appendChild(svgEl("title", {}, tq + " \u2192 " + tk + ": " + s));
+          fill: colour(v, spec.vmin, vmax) });
+        rect.appendChild(svgEl("title", {}, named(q, i) + " \u2192 " + named(k, j) + ": " + s));
         svg.appendChild(rect);
         if (showValues) {
           svg.appendChild(svgEl("text", { x: left + cell * j + cell / 2, y: top + cell * i + cell / 2,
-            "text-anchor": "middle", "dominant-baseline": "central", "font-size": 9,
-            fill: v > spec.vmin + 0.6 * (spec.vmax - spec.vmin) ? "black" : "white",
+            "text-anchor": "middle", "dominant-baseline": "central", "font-size": 10,
+            fill: v > spec.vmin + 0.6 * (vmax - spec.vmin) ? "black" : "white",
             "pointer-events": "none" }, v.toFixed(2)));
         }
       });
@@ -104,7 +120,9 @@
     return svg;
   }
 
-  function legend(spec) {
+  // The colour scale of group g: its two ends and the gradient between (course CSS keeps the
+  // gradient's colours in forced-colours mode, where backgrounds are otherwise dropped).
+  function legend(spec, g) {
     var box = document.createElement("div");
     box.className = "head-selector-legend";
     var lo = document.createElement("span");
@@ -113,7 +131,7 @@
     bar.className = "head-selector-colorbar";
     bar.style.background = "linear-gradient(to right, " + VIRIDIS.join(", ") + ")";
     var hi = document.createElement("span");
-    hi.textContent = tick(spec.vmax);
+    hi.textContent = tick(vmaxOf(spec, g));
     box.append(lo, bar, hi);
     return box;
   }
@@ -128,10 +146,10 @@
     var corner = document.createElement("th");
     corner.textContent = "query \\ key";
     head.appendChild(corner);
-    k.forEach(function (t) {
+    k.forEach(function (t, j) {
       var th = document.createElement("th");
       th.scope = "col";
-      th.textContent = t;
+      th.textContent = named(k, j);
       head.appendChild(th);
     });
     var body = table.createTBody();
@@ -139,12 +157,15 @@
       var row = body.insertRow();
       var th = document.createElement("th");
       th.scope = "row";
-      th.textContent = t;
+      th.textContent = named(q, i);
       row.appendChild(th);
       m[i].forEach(function (v) { row.insertCell().textContent = v.toFixed(spec.digits); });
     });
     return table;
   }
+
+  // "c (3)" -> \u201cc\u201d (3); "it" -> \u201cit\u201d
+  function quoted(name) { return name.replace(/^(.*?)( \(\d+\))?$/, "\u201c$1\u201d$2"); }
 
   function describe(spec, g, h) {
     return spec.heads[h] + (spec.groups.length > 1 ? ", " + spec.groups[g] : "");
@@ -156,7 +177,8 @@
     var best = [0, 0];
     m.forEach(function (row, i) { row.forEach(function (v, j) { if (v > m[best[0]][best[1]]) { best = [i, j]; } }); });
     return "Showing " + describe(spec, g, h) + ". Strongest weight " +
-      m[best[0]][best[1]].toFixed(spec.digits) + ", from query \u201c" + q[best[0]] + "\u201d to key \u201c" + k[best[1]] + "\u201d.";
+      m[best[0]][best[1]].toFixed(spec.digits) + ", from query " + quoted(named(q, best[0])) +
+      " to key " + quoted(named(k, best[1])) + ".";
   }
 
   function select(cls, labelText, names) {
@@ -217,9 +239,13 @@
     tableBox.className = "head-selector-table";
     values.append(opener, tableBox);
 
+    var scale = document.createElement("div");
+    var drawnWidth = -1;
     function draw(announce) {
       var g = group ? Number(group.select.value) : 0, h = Number(head.select.value);
-      scroll.replaceChildren(heatmap(spec, g, h));
+      drawnWidth = scroll.clientWidth;
+      scroll.replaceChildren(heatmap(spec, g, h, drawnWidth));
+      scale.replaceChildren(legend(spec, g));
       tableBox.replaceChildren(valueTable(spec, g, h));
       if (announce) { status.textContent = summary(spec, g, h); }
       box.setAttribute("data-group", g);
@@ -230,8 +256,13 @@
 
     var fallback = box.querySelector(".head-selector-static");
     if (fallback) { fallback.remove(); }
-    box.append(controls, status, scroll, legend(spec), values);
+    box.append(controls, status, scroll, scale, values);
     draw(false);
+    if (window.ResizeObserver) {      // a rotated phone, a zoom: drawn again for the new width
+      new ResizeObserver(function () {
+        if (scroll.clientWidth !== drawnWidth) { draw(false); }
+      }).observe(scroll);
+    }
     box.setAttribute("data-hs-ready", "true");
     if (window.courseSite) { window.courseSite.watchWideBoxes(); }
   }

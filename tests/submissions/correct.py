@@ -316,11 +316,10 @@ CORRECT = [
               "    import numpy as np\n    pair = np.empty(2, dtype=object)\n    pair[0], pair[1] = out.detach().numpy(), weights.detach().numpy()\n"
               "    return pair\n"),
     # --- styles the ready-made rule (mha_checks.admission) must admit (issue 14) ---------------------
-    Correct("c51_split_as_strided", S, "split_heads",
-            "import numpy as np\nfrom numpy.lib.stride_tricks import as_strided\n\n"
-            "def split_heads(x, num_heads):\n    x = np.ascontiguousarray(x)\n    b, t, d = x.shape\n"
-            "    s_b, s_t, s_d = x.strides\n    d_k = d // num_heads\n"
-            "    return as_strided(x, (b, num_heads, t, d_k), (s_b, d_k * s_d, s_t, s_d)).copy()\n"),
+    Correct("c51_split_as_strided", S, "split_heads",  # torch's as_strided (bounds-checked; NumPy's is not admitted)
+            "import torch\n\ndef split_heads(x, num_heads):\n    t = torch.from_numpy(np.ascontiguousarray(x))\n"
+            "    b, n, d = t.shape\n    s_b, s_t, s_d = t.stride()\n    d_k = d // num_heads\n"
+            "    return torch.as_strided(t, (b, num_heads, n, d_k), (s_b, d_k * s_d, s_t, s_d)).clone()\n"),
     Correct("c52_merge_numpy_submodule_import", M, "merge_heads",
             "import numpy.lib.stride_tricks\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"
             "    y = numpy.lib.stride_tricks.sliding_window_view(x, 1, axis=0)[..., 0]  # the same array, as a view\n"
@@ -380,9 +379,9 @@ CORRECT = [
             "    return linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
     # --- issue 15: styles no change of the checks may refuse  ---
     Correct("c57_merge_as_strided_import", M, "merge_heads",
-            "from numpy.lib.stride_tricks import as_strided\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"
-            "    sb, sh, st, sd = x.strides\n"
-            "    return as_strided(x, shape=(b, t, h, d_v), strides=(sb, st, sh, sd)).reshape(b, t, h * d_v)\n"),
+            "import torch\nfrom torch import as_strided\n\ndef merge_heads(x):\n    t = torch.from_numpy(x)\n"
+            "    b, h, n, d_v = t.shape\n    sb, sh, st, sd = t.stride()\n"
+            "    return as_strided(t, size=(b, n, h, d_v), stride=(sb, st, sh, sd)).reshape(b, n, h * d_v)\n"),
     Correct("c58_project_logging_decorator", P, "project",
             "import functools\n\ndef logged(fn):\n    @functools.wraps(fn)\n    def inner(*args, **kwargs):\n"
             "        inner.calls.append(fn.__name__)\n        return fn(*args, **kwargs)\n"
@@ -401,9 +400,9 @@ CORRECT = [
               "    concat = (weights @ v).transpose(1, 2).flatten(2)\n"
               "    return F.linear(concat, mha.out_proj.weight, mha.out_proj.bias), weights\n"),
     Correct("c60_merge_as_strided_attribute", M, "merge_heads",
-            "def merge_heads(x):\n    b, h, t, d_v = x.shape\n    sb, sh, st, sd = x.strides\n"
-            "    view = np.lib.stride_tricks.as_strided(x, shape=(b, t, h, d_v), strides=(sb, st, sh, sd))\n"
-            "    return view.reshape(b, t, h * d_v)\n"),
+            "import torch\n\ndef merge_heads(x):\n    t = torch.from_numpy(x)\n    b, h, n, d_v = t.shape\n"
+            "    sb, sh, st, sd = t.stride()\n    view = t.as_strided((b, n, h, d_v), (sb, st, sh, sd))\n"
+            "    return view.reshape(b, n, h * d_v)\n"),
     Correct("c61_per_head_heads_view", O, "output_projection_per_head",
             "def output_projection_per_head(heads, w_o, b_o=None):\n    b, h, t, d_v = heads.shape\n"
             "    out = np.einsum('bhtv,hvo->bto', heads, w_o.reshape(h, d_v, -1))\n"

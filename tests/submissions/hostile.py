@@ -81,8 +81,10 @@ def broken_schema_and_extra_grade_cells(course):
 
 
 def endless_cell(course):
-    """A correct project notebook, then a split_heads cell that never ends (and ignores interrupts)."""
-    loop = "while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass\n"
+    """A correct project notebook, then a split_heads cell that never ends (and ignores interrupts): the
+    loop sets what split_heads reads, so it is reached and runs."""
+    loop = ("def split_heads(x, num_heads):\n    return ready\n\n\n"
+            "while True:\n    try:\n        ready = False\n    except KeyboardInterrupt:\n        pass\n")
     return {P: kit.filled(course, P), S: _with_answer(course, S, "split_heads", loop)}
 
 
@@ -115,8 +117,9 @@ def huge_output(course):
 
 
 def patched_numpy(course):
-    """A wrong split_heads that also makes every NumPy comparison succeed in its own process (the ready-made
-    rule refuses changing a library, so the notebook is not run)."""
+    """A wrong split_heads that also makes every NumPy comparison succeed in its own process: split_heads
+    does not read np, so the patch is not reached and never runs (the checks run outside anyway); the wrong
+    split scores what it is worth."""
     nb = _wrong_split(course)
     sol = next(c for c in nb["cells"] if kit.grade_id(c) == "split_heads")
     sol["source"] += ("\nnp.allclose = lambda *a, **k: True\nnp.array_equal = lambda *a, **k: True\n"
@@ -125,7 +128,8 @@ def patched_numpy(course):
 
 
 def imports_the_checks(course):
-    """A wrong split_heads that imports the course's checks to switch them off."""
+    """A wrong split_heads that imports the course's checks to switch them off: split_heads does not reach
+    that code, so it never runs, and the wrong split scores what it is worth."""
     nb = _wrong_split(course)
     sol = next(c for c in nb["cells"] if kit.grade_id(c) == "split_heads")
     sol["source"] = "import mha_checks\nmha_checks.judge = None\n" + sol["source"]
@@ -276,9 +280,10 @@ HOSTILE = [
     Hostile("h07_memory_in_one_test", memory_blow_up_in_one_test, {P: 2}),
     Hostile("h08_invalid_json", invalid_json, {P: 3, S: 0}, {S: "not valid JSON"}),
     Hostile("h09_huge_output", huge_output, {P: 3}),
-    Hostile("h10_patched_numpy", patched_numpy, {S: 0}, {S: "may not be changed"}),  # refused before it runs
-    Hostile("h11_imports_the_checks", imports_the_checks, {S: 0}, {S: "mha_checks"}),
-    Hostile("h12_reads_course_files", reads_course_files, {}, {P: "np.fromfile"}),  # refused before it runs
+    Hostile("h10_patched_numpy", patched_numpy, {S: 1}),  # the patch is not reached: never run
+    Hostile("h11_imports_the_checks", imports_the_checks, {S: 1}),  # the import reaches no test: never run
+    Hostile("h12_reads_course_files", reads_course_files, {P: 1}, {P: "np.fromfile"}),  # project's tests refused
+    #                                                          before it runs; fuse_heads (the reference) scores
     Hostile("h13_writes_the_gradebook", writes_the_gradebook, {}, {M: "tofile"}),  # refused before it runs
     Hostile("h14_private_torch_kernel", private_torch_kernel, {A: 0}, {A: "_scaled_dot_product_attention_math"}),
     Hostile("h15_obfuscated_kernel", obfuscated_kernel, {A: 0}, {A: "getattr"}),
@@ -286,7 +291,7 @@ HOSTILE = [
     Hostile("h17_symlinks_and_extra_files", symlinked_notebook, {}, {P: "not a regular file"}, extra=_symlinks),
     Hostile("h18_renamed_notebook", renamed_notebook, {S: 2}),
     Hostile("h99_honest_last", honest, FULL),
-] + [Hostile(f"r{i:02d}_{route}", ready_made(route), {}, {A: "Not run: this notebook may not be graded"})
+] + [Hostile(f"r{i:02d}_{route}", ready_made(route), {}, {A: "Not run: the code this test calls"})
      for i, route in enumerate(READY_MADE)] + [
     # admitted by the rule (it names nothing refused), and worth nothing: the stand-in computes no attention
     Hostile("r90_admitted_call_of_the_stand_in", lambda course: {A: _with_answer(course, A, "multi_head_attention",

@@ -1,7 +1,8 @@
 """Grade a recipe at the judge level, fast: no nbgrader, no sandbox.
 
 What the grader does, in-process: run the notebook's setup cell and the solution cells (the
-reference answer, or a recipe's code), refuse a notebook the ready-made rule refuses, then for every
+reference answer, or a recipe's code) through the ready-made rule (a test whose functions reach refused
+code scores 0; only what the graded functions reach runs), then for every
 grade cell call the function on the cell's hidden cases and judge each outcome; the first failing
 case decides the cell. The visible tests are the grade cells' own code, run in the same namespace.
 """
@@ -52,35 +53,48 @@ def grade_cells(notebook: str) -> dict[str, str]:
     return {_meta(c)["grade_id"]: "".join(c["source"]) for c in _cells(notebook) if _meta(c).get("grade")}
 
 
-def namespace(notebook: str, answers: dict[str, str]) -> dict:
-    """The notebook's names after its setup cell and its solution cells (answers override)."""
-    ns: dict = {"__name__": "__main__"}
-    exec(compile(setup_code(notebook), "<setup>", "exec"), ns)  # noqa: S102 - course code
-    for cell, code in (reference_answers(notebook) | answers).items():
-        filename = f"<cell {cell}>"
-        linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+def program(notebook: str, answers: dict[str, str]) -> list[dict]:
+    """The notebook's cells as the grader reads them: its setup, then its solution cells (answers override)."""
+    return [{"label": "setup", "source": setup_code(notebook)}] + [
+        {"label": cell, "source": code} for cell, code in (reference_answers(notebook) | answers).items()]
+
+
+def run_cells(cells: list[dict], ns: dict | None = None) -> dict:
+    """Execute ``cells`` in order in one namespace (as the kernel or the sandbox would); a cell that
+    raises leaves what it did not define undefined."""
+    ns = {"__name__": "__main__"} if ns is None else ns
+    for cell in cells:
+        filename = f"<cell {cell['label']}>"
+        linecache.cache[filename] = (len(cell["source"]), None, cell["source"].splitlines(keepends=True), filename)
         try:
-            exec(compile(code, filename, "exec"), ns)  # noqa: S102 - the recipe plays the student
+            exec(compile(cell["source"], filename, "exec"), ns)  # noqa: S102 - the recipe plays the student
         except Exception:  # noqa: BLE001 - a cell that does not run leaves its function undefined
             pass
     return ns
 
 
+def namespace(notebook: str, answers: dict[str, str]) -> dict:
+    """The notebook's names after every one of its cells ran whole, as in the student's kernel (with
+    IPython's ``In``, the cells it ran, which the visible tests read)."""
+    cells = program(notebook, answers)
+    return run_cells(cells, {"__name__": "__main__", "In": [""] + [c["source"] for c in cells]})
+
+
 def hidden_results(notebook: str, answers: dict[str, str], seed: int = 2026) -> dict[str, CellResult]:
-    """{grade cell: result} as the grader would record them (the ready-made rule first, then the judge)."""
-    ns = namespace(notebook, answers)
-    program = [{"label": "setup", "source": setup_code(notebook)}] + [
-        {"label": cell, "source": code} for cell, code in (reference_answers(notebook) | answers).items()]
-    refused = admission.refusals(program)
+    """{grade cell: result} as the grader would record them: the ready-made rule first (a test whose
+    functions reach refused code scores 0), then only the reached statements run, then the judge."""
     rng = np.random.default_rng(seed)
+    cases = {gid: hidden.hidden_cases(gid, rng) for gid, nb in hidden.GRADE_CELLS.items() if nb == notebook}
+    ruling = admission.admit(program(notebook, answers), {g: {c.function for c in cs} for g, cs in cases.items()},
+                             trusted=1)
+    ns = run_cells(ruling.cells)
     results = {}
-    for gid, nb in hidden.GRADE_CELLS.items():
-        if nb != notebook:
-            continue
+    for gid in cases:
         results[gid] = CellResult(True)
-        for case in hidden.hidden_cases(gid, rng):
-            if refused:
-                results[gid] = CellResult(False, admission.explain(refused), f"{case.function}: ready-made answer")
+        for case in cases[gid]:
+            if gid in ruling.refused:
+                results[gid] = CellResult(False, admission.explain(ruling.refused[gid]),
+                                          f"{case.function}: ready-made answer")
                 break
             fn = ns.get(case.function)
             if not callable(fn):

@@ -417,7 +417,7 @@ MUTANTS = [
            False, edit=("    if causal:\n", "    if causal:\n        assert t_q == t_k, 'a causal mask is square'\n")),
     Mutant("m120_merge_as_strided_assumes_contiguous", M, "merge_heads", {"test_merge_heads_values": 1},
            "wrong values", False,
-           code="def merge_heads(x):\n    b, h, t, d_v = x.shape\n    s = x.itemsize\n"
-                "    view = np.lib.stride_tricks.as_strided(x, shape=(b, t, h, d_v), strides=(h * t * d_v * s, d_v * s, "
-                "t * d_v * s, s))\n    return view.reshape(b, t, h * d_v)\n"),
+           code="import torch\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"  # (NumPy's as_strided: raw memory)
+                "    view = torch.as_strided(torch.from_numpy(x), (b, t, h, d_v), (h * t * d_v, d_v, t * d_v, 1))\n"
+                "    return view.reshape(b, t, h * d_v).numpy()\n"),
 ]

@@ -61,8 +61,9 @@ def zeroes_the_weights_and_lies(course):
 
 def kills_the_harness(course):
     """merge_heads sends SIGKILL to the process that holds the report channel (its parent): that is pid 1
-    of the job's namespace, which the kernel does not let its own processes signal, so the harness lives
-    on and the (right) answer is graded on its values."""
+    of the job's namespace, under a uid of its own, and the filter refuses the student's code even its
+    parent's pid (getppid) and any signal to pid 1: the call raises (0 for merge_heads), the harness
+    lives on and grades the rest of the class's notebooks as before."""
     code = ("def merge_heads(x):\n    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n"
             "    b, h, t, d = x.shape\n    return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)\n")
     return _answer(course, M, "merge_heads", code)
@@ -92,6 +93,46 @@ def reads_the_harness_memory(course):
     return x.reshape(b, t, h, d // h).transpose(0, 2, 1, 3)
 ''')
     return _answer(course, S, "split_heads", code)
+
+
+LIE = "    import sys\n    sys.modules['calling']._same = lambda before, after: True  # (the old harness asked it)\n"
+
+
+def empties_its_lists_and_lies(course):
+    """fuse_heads is right, then empties the caller's lists and makes its process say nothing changed: a list
+    argument is handed over unchangeable, so the attempt is the function's error, judged outside."""
+    reference = kit.solution_cells(P)["fuse_heads"]
+    code = reference.replace("def fuse_heads(", "def _right(", 1) + (
+        "\ndef fuse_heads(w_heads, b_heads=None):\n" + LIE + "    out = _right(w_heads, b_heads)\n"
+        "    w_heads.clear()\n    return out\n")
+    return _answer(course, P, "fuse_heads", code)
+
+
+def rebinds_mhas_weights_and_lies(course):
+    """multi_head_attention is right, then swaps mha's output weight for zeros (no memory of the caller's is
+    written) and makes its process say nothing changed."""
+    reference = kit.solution_cells(A)["multi_head_attention"]
+    code = reference.replace("def multi_head_attention(", "def _right(", 1) + (
+        "\ndef multi_head_attention(query, key, value, mha, causal=False):\n" + LIE +
+        "    out = _right(query, key, value, mha, causal)\n"
+        "    mha.out_proj.weight = torch.zeros_like(mha.out_proj.weight)\n    return out\n")
+    return _answer(course, A, "multi_head_attention", code)
+
+
+def reshapes_its_input_and_lies(course):
+    """split_heads is right, then gives the caller's array another shape (no element changes) and makes its
+    process say nothing changed."""
+    code = ("def split_heads(x, num_heads):\n" + LIE + "    b, t, d = x.shape\n"
+            "    out = x.reshape(b, t, num_heads, d // num_heads).transpose(0, 2, 1, 3)\n"
+            "    x.shape = (1, b, t, d)  # (a unit axis more: possible for every view)\n    return out\n")
+    return _answer(course, S, "split_heads", code)
+
+
+def deep_json(course):
+    """A notebook nested 700 deep in its metadata (valid JSON): refused by its nesting, never decoded."""
+    nb = kit.filled(course, M)
+    nb["metadata"]["deep"] = "DEEP"
+    return {M: json.dumps(nb).replace('"DEEP"', "[" * 700 + "]" * 700)}
 
 
 def malformed_cells_record(course):
@@ -192,7 +233,7 @@ UNTRUSTED = [
     Hostile("u01_forged_records", forged_records, {P: 1}, {P: "in place"}),
     Hostile("u02_lies_about_its_arguments", lies_about_its_arguments, {P: 1}, {P: "in place"}),
     Hostile("u03_zeroes_the_weights_and_lies", zeroes_the_weights_and_lies, {A: 0}, {A: "in place"}),
-    Hostile("u04_kills_the_harness", kills_the_harness, {M: 2}),
+    Hostile("u04_kills_the_harness", kills_the_harness, {M: 0}, {M: "raised OSError"}),
     Hostile("u05_reads_the_harness_memory", reads_the_harness_memory, {S: 2}),
     Hostile("u06_malformed_cells_record", malformed_cells_record, {M: 0}, {M: "Could not be graded"}),
     Hostile("u07_malformed_outcome", malformed_outcome, {O: 0}, {O: "Could not be graded"}),
@@ -204,5 +245,10 @@ UNTRUSTED = [
     Hostile("u13_honest_with_clutter", honest_with_clutter, FULL, extra=_clutter),
     Hostile("u14_deep_frame", deep_frame, {O: FULL[O]}),
     Hostile("u15_surrogate_in_source", surrogate_in_source, {P: 3}),
+    Hostile("u16_empties_its_lists_and_lies", empties_its_lists_and_lies, {P: 2}, {P: "changes `w_heads` in place"}),
+    Hostile("u17_rebinds_mhas_weights_and_lies", rebinds_mhas_weights_and_lies, {A: 0},
+            {A: "changes `mha` in place"}),
+    Hostile("u18_reshapes_its_input_and_lies", reshapes_its_input_and_lies, {S: 0}, {S: "changes `x` in place"}),
+    Hostile("u19_deep_json", deep_json, {M: 0}, {M: "nested more than 64 levels deep"}),
     Hostile("u99_honest_last", honest, FULL),
 ]
