@@ -358,7 +358,7 @@ def memory(gradebooks: Gradebooks, full: Path, work: Path, sizes: list[int], rec
            codes: dict[str, Path | None]) -> None:
     print("\n### Memory: the coordinating process's resident memory, sqlite, every result ready\n")
     print("| grader | students | notebooks | after planning (MB) | peak until recorded (MB) | peak, summary included (MB) "
-          "| load |\n|---|---:|---:|---:|---:|---:|---|")
+          "| grading phase (s) | recorded (nb/s) | load |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
     points = {label: [] for label in codes}
     for n in sizes:
         course = subset(full, work / f"size-{n}" / "course", n)
@@ -366,7 +366,8 @@ def memory(gradebooks: Gradebooks, full: Path, work: Path, sizes: list[int], rec
             m = coordinate(course, gradebooks.fresh("sqlite", course), recorded, 0, 0.0, secret, code)
             points[label].append((n, m["rss_planned_kb"] / 1024, m["peak_recorded_kb"] / 1024, m["peak_rss_kb"] / 1024))
             print(f"| {label} | {n} | {m['notebooks']} | {m['rss_planned_kb'] / 1024:.0f} | "
-                  f"{m['peak_recorded_kb'] / 1024:.0f} | {m['peak_rss_kb'] / 1024:.0f} | {m['load']} |", flush=True)
+                  f"{m['peak_recorded_kb'] / 1024:.0f} | {m['peak_rss_kb'] / 1024:.0f} | {m['grading_s']:.1f} | "
+                  f"{rate(m):.0f} | {m['load']} |", flush=True)
         shutil.rmtree(course.parent)
     for label, found in points.items():
         if len(found) > 1:
