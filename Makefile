@@ -125,6 +125,12 @@ bench-class: $(STAMP)
 bench-scale: $(STAMP)
 	$(BIN)/python bench/bench_scale.py
 
+## bench-coordinator: the coordinating process fed by simulated workers (recorded results, no sandbox): its ceiling
+## in notebooks/s against the number of workers, sqlite and PostgreSQL, and its memory per 1,000 students
+.PHONY: bench-coordinator
+bench-coordinator: $(STAMP)
+	$(BIN)/python bench/bench_coordinator.py
+
 ## bench-dask: Dask's overhead: one class graded by the local threads and by `--scheduler local`, interleaved
 bench-dask: $(STAMP)
 	$(BIN)/python bench/bench_dask.py

@@ -11,16 +11,15 @@ import os
 import sys
 from pathlib import Path
 
-from . import secret
+from . import resume, stopping
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     args.argv = argv  # None: this process's own (resume.command rebuilds the command typed)
-    if args.command == "grade":  # the grader's imports (nbgrader, SQLAlchemy) take seconds: say so first
-        from .report import status
-        status("loading the grader")
-    from . import run
+    if args.command == "grade":
+        return _grade(args, resume.command(argv))
+    from . import run, secret
     if args.command == "secret":
         try:
             print(f"Created the course secret {secret.create(args.force)} (keep it; never commit it).")
@@ -28,11 +27,24 @@ def main(argv: list[str] | None = None) -> int:
             print(err, file=sys.stderr)
             return 1
         return 0
-    if args.command == "probe":
-        problems = run.isolation_problems(Path(args.course))
-        print("\n".join(problems) or "The sandbox isolates student code on this machine.")
-        return 1 if problems else 0
-    return run.grade(args)
+    problems = run.isolation_problems(Path(args.course))  # probe
+    print("\n".join(problems) or "The sandbox isolates student code on this machine.")
+    return 1 if problems else 0
+
+
+def _grade(args, resume: str) -> int:
+    """Grade, with ctrl-C and SIGTERM honoured from the start (the grader's imports take seconds)."""
+    stop = stopping.Stop()
+    with stop.installed():
+        try:
+            with stop.waiting():
+                print("mha_grader: loading the grader ...", file=sys.stderr, flush=True)
+                from . import run
+        except stopping.Stopped:
+            print(f"Stopped by {stop.name()} while loading the grader; nothing was graded. Run again with: {resume}",
+                  file=sys.stderr)
+            return stop.status()
+        return run.grade(args, stop, resume)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -28,6 +28,13 @@ with its worker before it was fetched is computed again.
 A stop reaches the workers (stop_run): the run's stop is set there, so a running task grades no further
 notebook and starts no sandbox, and the sandboxes it runs are ended; what was not graded comes back as
 not graded. The stop is the run's own (a worker may outlive runs and serve another one meanwhile).
+
+The wait for results never outlasts the cluster: the client's connection is looked at every poll, and
+every LIVENESS_S the scheduler is asked (answer within ANSWER_S) which workers can take this run's jobs.
+A scheduler that closed the connection or does not answer ends the run (execute.SchedulerLost); so does
+a run left for WORKERLESS_S with no worker of its version once it had one (execute.WrongVersion): the
+workers still connected run another version, or none is left. A run started before any worker joined
+waits for them (and says so).
 """
 import functools
 import logging
@@ -37,6 +44,7 @@ import tempfile
 import threading
 import time
 import uuid
+from concurrent.futures import CancelledError
 from pathlib import Path
 
 from distributed import WorkerPlugin
@@ -47,6 +55,10 @@ PLUGIN = "mha-grader-version"
 LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
 
 POLL_S = 0.005  # how often results() looks for a finished task while none is waiting
+CONNECT_S = 10  # to reach the scheduler as the run starts
+ANSWER_S = 5  # the longest the scheduler may take to answer the run (which workers, stop, forget)
+LIVENESS_S = 1.0  # how often the wait for results asks the scheduler which workers can take the run's jobs
+WORKERLESS_S = 5.0  # how long a run that had a worker of its version may go without one before it stops
 WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their notebooks' bytes)
 
 
@@ -57,7 +69,10 @@ class Dask:
         self.releases, self.limits, self.unsafe, self.workers = releases, limits, unsafe, workers
         self.started = time.monotonic()
         self.cluster, self.client = _connect(scheduler, workers)
+        self.address = self.client.scheduler.address
         self.resource = f"mha-grader-{execute.fingerprint()}"
+        self.next_check, self.admitted, self.admitted_at = 0.0, [], None  # see _alive
+        self.lost = False  # the scheduler went away or did not answer: it is asked nothing more
         self.jobs: dict = {}  # task key -> the student's jobs
         self.planned: set = set()  # (student, notebook) of every job submitted
         self.pending: set = set()  # submitted, not yet given back
@@ -110,6 +125,8 @@ class Dask:
                 yield None
                 continue
             future = next(self.running)
+            if future.cancelled() and not self.stopped:
+                self._alive()  # the client cancels every future as it loses the scheduler: not the jobs' failure
             self._submit_next()
             jobs, outcome = self.jobs.pop(future.key), _outcome(future)
             self.sent.pop(future.key, None)
@@ -122,10 +139,51 @@ class Dask:
         """Whether a finished task is waiting, or one finishes within ``seconds`` (looked at every POLL_S)."""
         deadline = time.monotonic() + seconds
         while not self.running.has_ready():
+            self._alive()
             if time.monotonic() >= deadline:
                 return False
             time.sleep(POLL_S)
         return True
+
+    def _alive(self) -> None:
+        """Raise SchedulerLost when the scheduler closed the connection or does not answer, WrongVersion when
+        no worker of this version has been connected for WORKERLESS_S (after one was)."""
+        if self.client.status != "running":
+            raise execute.SchedulerLost(self._lost())
+        now = time.monotonic()
+        if now < self.next_check:
+            return
+        self.next_check = now + LIVENESS_S
+        workers = self._asked(self.client.scheduler.identity, n_workers=-1)["workers"]
+        admitted = sorted(a for a, w in workers.items() if (w.get("resources") or {}).get(self.resource))
+        if admitted:
+            self.admitted, self.admitted_at = admitted, now
+        elif self.admitted_at is not None and now - self.admitted_at >= WORKERLESS_S:
+            others = self._refusals()
+            raise execute.WrongVersion(
+                f"no Dask worker that runs this grader version has been connected for {now - self.admitted_at:.0f} s "
+                f"(the last: {', '.join(self.admitted)})" + (f"; {len(others)} connected worker(s) run another version, "
+                                                           f"the first: {others[0]}" if others else "")
+                + "; start workers from a checkout of this commit (see the README)")
+
+    def _asked(self, method, *args, **kwargs):
+        """A call to the scheduler (``method`` a coroutine of the client's) answered within ANSWER_S, or
+        SchedulerLost (and the scheduler is asked nothing more: ``self.lost``)."""
+        if self.lost or self.client.status != "running":
+            self.lost = True
+            raise execute.SchedulerLost(self._lost())
+        try:
+            return self.client.sync(method, *args, callback_timeout=ANSWER_S, **kwargs)
+        except (OSError, TimeoutError, CancelledError) as err:
+            self.lost = True
+            raise execute.SchedulerLost(self._lost() if self.client.status != "running" else
+                                        f"the Dask scheduler at {self.address} did not answer within {ANSWER_S} s "
+                                        f"({execute.sentence(err)}); see that it runs and is not overloaded, or "
+                                        "restart it with its workers") from None
+
+    def _lost(self) -> str:
+        return (f"the Dask scheduler at {self.address} closed the connection (it stopped or was killed); start it "
+                "again with its workers (see the README)")
 
     def in_progress(self) -> list[tuple[str, float]]:
         """(student and notebooks, since) of each task submitted and not yet given back (for the progress line)."""
@@ -136,21 +194,29 @@ class Dask:
         during the run), each with what differs."""
         return sorted(set(self.refused) | set(self._refusals()))
 
-    def stop(self) -> int:
+    def stop(self) -> int | None:
         """Submit nothing more, cancel what has not started; on the workers, stop this run's tasks (they grade
-        no further notebook) and end the sandboxes they run. Returns how many sandboxes were ended."""
+        no further notebook) and end the sandboxes they run. Returns how many sandboxes were ended (None: not
+        known, the scheduler is gone or does not answer)."""
         self.waiting, self.stopped = iter(()), True
-        self.client.cancel(list(self.pending), reason="grading stopped")
-        ended = self.client.run(stop_run, self.run_id, on_error="return")
+        try:
+            self._asked(self.client._cancel, list(self.pending), reason="grading stopped")
+            ended = self._asked(self.client._run, stop_run, self.run_id, on_error="return")
+        except execute.SchedulerLost:
+            return None
         return sum(n for n in ended.values() if isinstance(n, int))
 
     def close(self) -> None:
-        if not self.stopped:  # (a stopped run's stop stays set on the workers, a few bytes: a task may still be ending)
-            try:
-                self.client.run(forget_run, self.run_id, on_error="return")
-            except Exception:  # noqa: BLE001 - the scheduler is gone: so are the run's tasks
+        """Close the client (and the LocalCluster started here), also when the scheduler is gone."""
+        if not self.stopped:
+            try:  # (a stopped run's stop stays set on the workers, a few bytes: a task may still be ending)
+                self._asked(self.client._run, forget_run, self.run_id, on_error="return")
+            except execute.SchedulerLost:
                 pass
-        self.client.close()
+        try:
+            self.client.close(timeout=1 if self.lost else ANSWER_S)
+        except (OSError, TimeoutError):  # a scheduler that does not answer: the connection is simply dropped
+            pass
         if self.cluster is not None:
             self.cluster.close()
 
@@ -176,7 +242,7 @@ class Dask:
 
     def _refusals(self) -> list[str]:
         """A sentence per worker whose grader is not this one (what differs, or why it cannot say)."""
-        theirs = self.client.run(execute.manifest, on_error="return")
+        theirs = self._asked(self.client._run, execute.manifest, on_error="return")
         return [f"Dask worker {address} takes no job: its grader is not this one ("
                 + (execute.differences(m) if isinstance(m, dict) else execute.sentence(m)) + ")."
                 for address, m in sorted(theirs.items())
@@ -216,12 +282,25 @@ def _connect(scheduler: str, workers: int):
     """(the LocalCluster started here or None, a Client connected to the scheduler)."""
     from distributed import Client, LocalCluster
 
+    _quiet_dask()
     if scheduler == "local":
         cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None, preload=[__name__],
                                env={LOCAL_WORKER: "1"})
         return cluster, Client(cluster)
-    return None, Client(scheduler, timeout="30s")
+    try:
+        return None, Client(scheduler, timeout=f"{CONNECT_S}s")
+    except (OSError, TimeoutError, ValueError) as err:
+        raise execute.SchedulerLost(f"no Dask scheduler answered at {scheduler} within {CONNECT_S} s "
+                                    f"({execute.sentence(err)}); start it and its workers (see the README), or "
+                                    "give the right address") from None
+
+
+def _quiet_dask() -> None:
+    """No log lines (nor their tracebacks) from Dask in the coordinating process: what goes wrong, the run says
+    in its own words (Dask's config gives some of its loggers levels of their own)."""
+    for name in ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def dask_setup(server) -> None:
@@ -245,8 +324,10 @@ def dask_setup(server) -> None:
 
 
 def dask_teardown(server) -> None:
-    """Called by Dask as a worker closes: its sandbox fork server ends with it, after its last job
-    (a worker process ends without running atexit handlers)."""
+    """Called by Dask as a worker closes (told to, or its scheduler gone): the sandboxes it runs end now and
+    no more start (their tasks come back not graded), and its fork servers end with it (a worker process
+    ends without running atexit handlers)."""
+    sandbox.end_all()
     sandbox.stop_servers()
 
 

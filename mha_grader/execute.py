@@ -36,6 +36,11 @@ class WrongVersion(RuntimeError):
     """No worker runs this grader version: nothing can be graded (the message says which and why)."""
 
 
+class SchedulerLost(RuntimeError):
+    """The Dask scheduler went away or stopped answering: nothing more can be graded through it (the
+    message says which scheduler, what happened and what to do)."""
+
+
 def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
     """One notebook, on any worker: the judge's result with its feedback rendered here (not where it is
     recorded), or {"unchanged": True} for bytes graded before, or {"failed": sentence} when the grader itself

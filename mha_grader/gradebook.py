@@ -1,44 +1,153 @@
 """Grades into nbgrader's own gradebook (formgrader and `nbgrader export` keep working).
 
-Writes are batched: :meth:`GradebookWriter.record` queues one notebook's scores, :meth:`flush`
-commits every queued notebook in one transaction (one lookup of all their grade rows, one commit),
-and a caller flushes at the end and when it stops. A notebook counts as graded only once its batch is
-committed (the caller stamps it after :meth:`flush`), so a run stopped between two flushes loses
-nothing but the uncommitted batch, which the next run grades again. :meth:`close` commits nothing.
-"""
-import contextlib
-import functools
-import warnings
+Writes are batched: :meth:`GradebookWriter.record` queues one notebook's scores; :meth:`commit` starts
+committing what is queued (MAX_BATCH notebooks at most, LOCAL_MAX_BATCH in sqlite) in one transaction,
+one commit under way at a time, and :meth:`committed` says when it is done; :meth:`flush` commits all
+that is queued and waits.
+A notebook counts as graded only once its batch is committed (the caller stamps it then), so a run
+stopped between two commits loses nothing but what was not committed, which the next run grades again.
+:meth:`close` commits nothing.
 
-from nbgrader.api import (Assignment, Comment, Grade, Gradebook, InvalidEntry, MissingEntry, Student, SubmittedAssignment,
+A database that stops answering cannot hold the run: every call to it is made by a thread of the
+writer's own, and the caller gives up once that thread has waited ANSWER_S seconds on end for a
+server without an answer (a frozen server accepts connections and answers nothing, and a blocked read
+ignores signals; the thread's own CPU time tells a call slowed by a loaded machine, which still works,
+from one that waits; a sqlite file, with no server to freeze, gets LOCAL_ANSWER_S for its disk's
+stalls). A stop (ctrl-C) gives a call in progress STOP_GRACE_S more. A call given up on leaves its
+connection as it is (:class:`Silent`): nothing more is sent on it, and the batch it held is not stamped.
+PostgreSQL also gets connect, statement and lock timeouts (a server that answers cancels what takes too
+long and releases its locks), sqlite a busy timeout.
+"""
+import functools
+import queue
+import threading
+import time
+
+from nbgrader.api import (Assignment, Comment, Grade, Gradebook, MissingEntry, Student, SubmittedAssignment,
                           SubmittedNotebook, new_uuid)
 from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.exc import DBAPIError, ProgrammingError, SAWarning
-from tornado.log import app_log  # nbgrader's own logger
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ProgrammingError
+
+
+ANSWER_S = 3.0  # how long the gradebook's thread may wait on a database server without working, within one call
+LOCAL_ANSWER_S = 30.0  # ... on a sqlite file (no server to freeze: the disk's own stalls are waited out)
+PROGRESS_CPU_S = 0.002  # the CPU it must use to count as working (a loaded machine slows it; a frozen server stops it)
+MAX_CALL_S = 60.0  # the longest one call may take, working or not
+STOP_GRACE_S = 1.0  # once a stop is asked for, how much longer a call in progress may take
+POLL_S = 0.05
+CONNECT_S, STATEMENT_MS, LOCK_MS = 2, 2500, 2000  # PostgreSQL's own limits, inside ANSWER_S
+PING_S = 1.0  # while nothing is committed, an idle run still asks the database (SELECT 1) this often
+MAX_BATCH = 500  # notebooks in one transaction at most (a server's work for one stays well inside ANSWER_S) ...
+LOCAL_MAX_BATCH = 2000  # ... in a sqlite file's (a commit's cost there is mostly its fsync, whatever its size)
+
+
+class Silent(RuntimeError):
+    """The gradebook database did not answer in time; the message says how long was waited."""
 
 
 class GradebookWriter:
-    """One open gradebook for a run; only the process that records results uses it."""
+    """One open gradebook for a run; only the process that records results uses it. ``interrupted`` (a
+    stop was asked for) is looked at while a call to the database is waited for."""
 
-    def __init__(self, db_url: str, assignment: str):
-        course_id = _released_under(db_url, assignment)
+    def __init__(self, db_url: str, assignment: str, interrupted=lambda: False):
+        self.interrupted, self.silent, self.answered_at = interrupted, "", time.monotonic()
+        self.calls: queue.SimpleQueue = queue.SimpleQueue()
+        thread = threading.Thread(target=_answer, args=(self.calls,), daemon=True, name="mha-gradebook")
+        thread.start()
+        self.clock = time.pthread_getcpuclockid(thread.ident)  # the CPU time of that thread alone
+        db_url = with_timeouts(db_url)
+        local = make_url(db_url).get_backend_name() == "sqlite"
+        self.patience, self.max_batch = (LOCAL_ANSWER_S, LOCAL_MAX_BATCH) if local else (ANSWER_S, MAX_BATCH)
+        course_id = self._answered(_released_under, db_url, assignment)
         if course_id is None:
-            raise SystemExit(f"The gradebook {db_url} has no assignment {assignment!r}: run `make release` "
-                             "(nbgrader generate_assignment) first.")
-        self.gb = Gradebook(db_url, course_id)  # nbgrader's default id would add a stray course row
-        _add_indexes(self.gb)
+            raise SystemExit(f"The gradebook {make_url(db_url).render_as_string(hide_password=True)} has no "
+                             f"assignment {assignment!r}: run `make release` (nbgrader generate_assignment) first.")
+        self.gb = self._answered(Gradebook, db_url, course_id)  # nbgrader's default id would add a stray course row
+        self._answered(_add_indexes, self.gb)
         self.assignment = assignment
         self.pending: list[tuple[str, str, list[dict]]] = []
+        self.inflight: _Call | None = None  # the commit under way
+
+    def _answered(self, call, *args):
+        """``call(*args)`` on the writer's database thread (nbgrader's session is per thread), waited for: its
+        value, or its exception, or Silent (see _wait)."""
+        return self._wait(self._ask(call, *args))
+
+    def _ask(self, call, *args) -> "_Call":
+        """``call(*args)`` handed to the database thread, not waited for."""
+        if self.silent:
+            raise Silent(self.silent)
+        asked = _Call(call, args)
+        self.calls.put(asked)
+        return asked
+
+    def _wait(self, asked: "_Call", block: bool = True):
+        """The value of a call handed to the database thread (its exception raised), waited for (without
+        ``block``, None while it runs); Silent once the thread has waited ``self.patience`` seconds on end without
+        working (less than PROGRESS_CPU_S of CPU: a thread slowed by a loaded machine still works, one blocked
+        on a frozen server does not), the call has run MAX_CALL_S, or STOP_GRACE_S after a stop was asked
+        for. A call given up on still holds the connection: nothing more is sent on it."""
+        while not asked.done.wait(POLL_S if block else 0):
+            now, cpu = time.monotonic(), time.clock_gettime(self.clock)
+            if asked.cpu is None or cpu - asked.cpu >= PROGRESS_CPU_S:
+                asked.cpu, asked.working = cpu, now
+            if self.interrupted():
+                asked.stop_by = min(asked.stop_by, now + STOP_GRACE_S)
+            if now >= min(asked.working + self.patience, asked.start + MAX_CALL_S, asked.stop_by):
+                self.silent = f"no answer within {now - asked.start:.0f} s"
+                raise Silent(self.silent)
+            if not block:
+                return None
+        self.answered_at = time.monotonic()
+        if "error" in asked.box:
+            raise asked.box["error"]
+        return asked.box.get("value")
 
     def record(self, student: str, notebook: str, tests: list[dict]) -> None:
-        """Queue the auto scores of one notebook (committed by the next :meth:`flush`)."""
+        """Queue the auto scores of one notebook (committed by the next :meth:`commit` or :meth:`flush`)."""
         self.pending.append((student, notebook, tests))
 
-    def flush(self) -> list[tuple[str, str]]:
-        """Commit every queued notebook in one transaction; returns their (student, notebook)."""
-        if not self.pending:
+    def commit(self) -> None:
+        """Start committing the queued notebooks (``max_batch`` at most) in one transaction, on the database thread,
+        unless a commit is under way (one at a time: what is queued meanwhile goes with the next). See
+        :meth:`committed`."""
+        if self.inflight is None and self.pending:
+            batch, self.pending = self.pending[:self.max_batch], self.pending[self.max_batch:]
+            self.inflight = self._ask(self._commit, batch)
+
+    def committed(self, wait: bool = False) -> list[tuple[str, str]]:
+        """The (student, notebook) of the commit under way once it is done ([] while it runs, unless ``wait``);
+        raises what the commit raised, or Silent."""
+        if self.inflight is None:
             return []
-        batch, self.pending = self.pending, []
+        done = self._wait(self.inflight, block=wait)
+        if done is None:
+            return []
+        self.inflight = None
+        return done
+
+    def flush(self, ping: bool = False) -> list[tuple[str, str]]:
+        """Commit every queued notebook (and wait for the commit under way); returns their (student,
+        notebook). With nothing to commit and ``ping``, ask the database whether it answers, at most every
+        PING_S (raises as a commit would)."""
+        if self.inflight is None and not self.pending:
+            if ping and time.monotonic() - self.answered_at >= PING_S:
+                self._answered(self._ping)
+            return []
+        done = self.committed(wait=True)
+        while self.pending:
+            self.commit()
+            done += self.committed(wait=True)
+        return done
+
+    def _ping(self) -> None:
+        """(On the database thread) a query that needs the server's answer, and no transaction left open."""
+        self.gb.db.execute(text("SELECT 1")).scalar()
+        self.gb.db.rollback()
+
+    def _commit(self, batch: list[tuple[str, str, list[dict]]]) -> list[tuple[str, str]]:
+        """(On the database thread) one transaction for ``batch``; rolled back if any of it fails."""
         students = sorted({student for student, _, _ in batch})
         try:
             self._add_submissions(students)
@@ -61,8 +170,9 @@ class GradebookWriter:
 
     def _add_submissions(self, students: list[str]) -> None:
         """A submission for each student who has none yet, in the batch's transaction: the rows nbgrader's
-        add_submission makes (the submission; per notebook, a submitted notebook; per grade cell a grade,
-        per solution cell a comment, per task cell both), written in bulk: its ORM spent 23 ms a student."""
+        update_or_create_student and add_submission make (the student; the submission; per notebook, a
+        submitted notebook; per grade cell a grade, per solution cell a comment, per task cell both), written
+        in bulk: its ORM spent 23 ms a student (17 ms on PostgreSQL for the student row alone, a round trip each)."""
         known = {sid for (sid,) in self.gb.db.query(Student.id)
                  .join(SubmittedAssignment, SubmittedAssignment.student_id == Student.id)
                  .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
@@ -70,10 +180,9 @@ class GradebookWriter:
         new = [s for s in students if s not in known]
         if not new:
             return
-        with _commit_is_flush(self.gb.db), _database_errors_as_such(), warnings.catch_warnings():
-            warnings.simplefilter("ignore", SAWarning)  # nbgrader 0.9.6 under SQLAlchemy 2.1: autoflush notices
-            for student in new:
-                self.gb.update_or_create_student(student)
+        have = {sid for (sid,) in self.gb.db.query(Student.id).filter(Student.id.in_(new))}
+        if len(have) < len(new):  # the rows nbgrader's update_or_create_student makes (no other column), in bulk
+            self.gb.db.execute(Student.__table__.insert(), [{"id": s} for s in new if s not in have])
         assignment_id, notebooks = self._release
         rows = {SubmittedAssignment: [], SubmittedNotebook: [], Grade: [], Comment: []}
         for student in new:
@@ -110,9 +219,16 @@ class GradebookWriter:
         return {(student, notebook, cell): grade for student, notebook, cell, grade in rows}
 
     def close(self) -> None:
-        """Close the gradebook; like any database connection, what was not flushed is not committed."""
+        """Close the gradebook; like any database connection, what was not flushed is not committed. A
+        connection given up on is left as it is (closing it would wait for the silent server too)."""
         self.pending = []
-        self.gb.close()
+        if self.inflight is not None:  # (a run that stopped: waited for, its outcome already known or moot)
+            try:
+                self.committed(wait=True)
+            except Exception:  # noqa: BLE001 - reported where it was first met
+                pass
+        if not self.silent:
+            self._answered(self.gb.close)
 
 
 # Lookups nbgrader's schema has no index for: a submission's notebooks, a submitted notebook's grades and
@@ -120,6 +236,37 @@ class GradebookWriter:
 # 12 s, 4 s with them; finding a batch's grade rows, 78 ms, 0.3 ms with them). Additive: nbgrader neither needs nor minds them; its own queries use them too.
 INDEXES = {"mha_submitted_notebook_by_submission": "submitted_notebook (assignment_id)",
            "mha_grade_by_notebook": "grade (notebook_id)", "mha_comment_by_notebook": "comment (notebook_id)"}
+
+
+class _Call:
+    """A call handed to the database thread: its box (value or error) is filled before ``done`` is set."""
+
+    def __init__(self, call, args: tuple):
+        self.call, self.args, self.box, self.done = call, args, {}, threading.Event()
+        self.start, self.stop_by = time.monotonic(), float("inf")
+        self.cpu, self.working = None, self.start  # the database thread's CPU time when last seen working, and when
+
+
+def _answer(calls: queue.SimpleQueue) -> None:
+    """The writer's database thread: make each call, put its value or exception in its box, say it is done."""
+    while True:
+        asked = calls.get()
+        try:
+            asked.box["value"] = asked.call(*asked.args)
+        except BaseException as err:  # noqa: BLE001 - raised again where the call was asked for
+            asked.box["error"] = err
+        asked.done.set()
+
+
+def with_timeouts(db_url: str) -> str:
+    """``db_url`` with the database's own time limits, where the URL does not set them: PostgreSQL's
+    connect, statement and lock timeouts (libpq parameters), sqlite's busy timeout."""
+    url = make_url(db_url)
+    limits = {"postgresql": {"connect_timeout": str(CONNECT_S),
+                             "options": f"-c statement_timeout={STATEMENT_MS} -c lock_timeout={LOCK_MS}"},
+              "sqlite": {"timeout": str(LOCAL_ANSWER_S - 10)}}.get(url.get_backend_name(), {})
+    missing = {k: v for k, v in limits.items() if k not in url.query}
+    return url.update_query_dict(missing).render_as_string(hide_password=False) if missing else db_url
 
 
 def _add_indexes(gb: Gradebook) -> None:
@@ -147,28 +294,3 @@ def _released_under(db_url: str, assignment: str) -> str | None:
     if row is None:
         return None
     return row[0] if row[0] in courses or not courses else courses[0]
-
-
-@contextlib.contextmanager
-def _database_errors_as_such():
-    """nbgrader's writers log a traceback and raise InvalidEntry when the database fails: here no
-    traceback is printed, and the database's own error is raised (the run says it in one sentence)."""
-    app_log.disabled = True
-    try:
-        yield
-    except InvalidEntry as err:
-        if isinstance(err.__context__, DBAPIError):
-            raise err.__context__ from None
-        raise
-    finally:
-        app_log.disabled = False
-
-
-@contextlib.contextmanager
-def _commit_is_flush(session):
-    """Within the block, ``session.commit()`` only flushes (the caller commits once, after it)."""
-    session.commit = session.flush
-    try:
-        yield
-    finally:
-        del session.commit

@@ -195,27 +195,28 @@ def save(course, student: str, notebook: str, result: dict) -> None:
     path.write_text(json.dumps(result, indent=1))
 
 
-def load_all(course) -> dict[str, dict[str, dict]]:
-    """{student: {notebook: stored result}} for every graded notebook of the class."""
+def load_all(course):
+    """(student, {notebook: stored result}) for every student of the class with a graded notebook, in order,
+    one student at a time (a class of 10,000 is never held in memory at once)."""
     students, _ = course.students()
-    out = {}
     for student in students:
+        stored = {}
         for name in course.releases:
             try:
-                out.setdefault(student, {})[name] = json.loads(result_path(course, student, name).read_text())
+                stored[name] = json.loads(result_path(course, student, name).read_text())
             except (OSError, ValueError):
                 pass
-    return out
+        if stored:
+            yield student, stored
 
 
 def summary(course, results: list, failed: list, notes: list[str], out=None) -> None:
     """Write the three CSV files and the class report; print one screen of summary (on a terminal: its
-    width; into a pipe or a file: nothing cut)."""
-    graded = load_all(course)
+    width; into a pipe or a file: nothing cut). The stored results are read one student at a time."""
     names = list(course.releases)
     tests = [(n, g) for n in names for g in course.releases[n].grade_cells]
     rows, mistakes, passed, handed_in = [], defaultdict(set), Counter(), Counter()
-    for student, per_nb in sorted(graded.items()):
+    for student, per_nb in load_all(course):
         row = {"student": student}
         for name in names:
             res = per_nb.get(name)
@@ -278,13 +279,17 @@ def screen_width(out) -> int | None:
     except (AttributeError, OSError, ValueError):  # (a stream with no file behind it)
         return None if not getattr(out, "isatty", lambda: False)() else WIDTH
 
+
 def _write(path, fields: list[str], rows: list[dict]) -> None:
-    """A CSV file whose every cell is safe (text.for_csv: one printable line, no formula)."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    """A CSV file whose every cell is safe (text.for_csv: one printable line, no formula), replaced whole (a run
+    stopped while it is written leaves the last one)."""
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         for row in rows:
             writer.writerow({k: for_csv(v, 200_000 if k == "who" else 2000) for k, v in row.items()})
+    os.replace(partial, path)
 
 
 def screen(totals: list[float], possible: float, mistake_rows: list[dict], results: list, failed: list,

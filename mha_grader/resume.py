@@ -8,8 +8,12 @@ arguments as typed, the interpreter by its full path when the word typed would n
 
 Once a ``--force`` run has marked its notebooks as not graded (run.py), its command leaves
 ``--force`` out: rerun as printed, it grades exactly what the stopped run did not, nothing twice.
+
+A password in it (``scheme://user:password@host``, a database URL given with --db-url) is shown as ***,
+with a word on where the password goes instead: the command is printed and kept in the course's lock note.
 """
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -17,11 +21,24 @@ from pathlib import Path
 
 MAKE, MAKE_FROM = "MHA_GRADER_MAKE", "MHA_GRADER_MAKE_FROM"
 FORCE = "--force"
+PASSWORD = re.compile(r"(?P<head>[A-Za-z][\w+.-]*://[^\s:/@'\"]*:)[^\s@'\"]+(?=@)")  # scheme://user:PASSWORD@
 
 
 def command(argv: list[str] | None = None, force: bool = True) -> str:
     """The command that started this run (``argv``: the arguments after ``python -m mha_grader``; None:
-    this process's own), without --force unless ``force``."""
+    this process's own), without --force unless ``force``, its passwords masked."""
+    typed = _typed(argv, force)
+    shown = hide_passwords(typed)
+    return shown if shown == typed else (shown + "  (the database password is not shown: give it in ~/.pgpass, "
+                                         "or the whole URL in MHA_GRADER_DB_URL, rather than on the command line)")
+
+
+def hide_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it (``scheme://user:password@host``) shown as ***."""
+    return PASSWORD.sub(r"\g<head>***", text)
+
+
+def _typed(argv: list[str] | None, force: bool) -> str:
     words = list(sys.orig_argv) if argv is None else [sys.executable, "-m", "mha_grader", *argv]
     if "grade" not in words:
         return shlex.join(words)

@@ -3,107 +3,72 @@ each result as it arrives, then print the summary and write the class's tables.
 
 This is the room that plans and records; the backends execute (arrows point one way: run -> execute,
 run -> cluster -> execute). A run holds the course's lock (lock.py) from start to end. It stops when
-told: ctrl-C (SIGINT) or SIGTERM while it waits cancels the jobs not started and ends the running
-sandboxes; a signal that arrives while a result is being recorded takes effect once that record is
-complete. A result that cannot be recorded (the database is unreachable, the disk is full) stops the
-run the same way. Either way one line says what was graded and the command that resumes: a
-notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
+told (stopping.py): ctrl-C (SIGINT) or SIGTERM while it waits (for results, the database, the probe,
+planning) cancels the jobs not started and ends the running sandboxes; a signal that arrives while a
+result is being recorded takes effect once that record is complete. A result that cannot be recorded
+(the database is unreachable or silent, the disk is full), a Dask scheduler that went away and a
+cluster left with no worker of this version stop the run the same way. Each time one line says what
+happened, what to do, what was graded and the command that resumes (the one typed, passwords masked):
+a notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
 """
 import errno
 import gc
 import os
 import shutil
-import signal
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
 from . import course as course_mod, execute, jobs, recording, report, resume as resume_mod, sandbox
 from . import secret as course_secret
-from .gradebook import GradebookWriter
-from .lock import CourseLock, Held
+from .gradebook import GradebookWriter, Silent
+from .lock import CourseLock, Held, Unwritable
 from .recording import Recorder
+from .stopping import Stop, Stopped
 
 EXIT_FAILED, EXIT_MISSING, EXIT_NO_ISOLATION, EXIT_LOCKED, EXIT_NOT_RECORDED, EXIT_WORKERS = 1, 2, 3, 4, 5, 6
+EXIT_SCHEDULER = 7  # the Dask scheduler went away or stopped answering
 END = object()  # the backend has given back every result
-
-
-class Stopped(BaseException):
-    """A stop signal (SIGINT, SIGTERM) arrived: raised only where the run waits, never mid-record."""
-
-
-class Stop:
-    """SIGINT and SIGTERM ask the run to stop. Raised as Stopped inside ``waiting()``, remembered
-    elsewhere (``check()`` raises it at the next safe point); a second signal changes nothing."""
-
-    def __init__(self):
-        self.signal: int | None = None
-        self.safe = False
-
-    @contextmanager
-    def installed(self):
-        previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield self
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-
-    def _handle(self, signum, frame) -> None:
-        first, self.signal = self.signal is None, self.signal or signum
-        if first and self.safe:
-            self.safe = False
-            raise Stopped()
-
-    @contextmanager
-    def waiting(self):
-        self.check()
-        self.safe = True
-        try:
-            yield
-        finally:
-            self.safe = False
-
-    def check(self) -> None:
-        if self.signal is not None:
-            raise Stopped()
-
-    def name(self) -> str:
-        return {signal.SIGINT: "ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}.get(self.signal, "a signal")
 
 
 class NotRecorded(RuntimeError):
     """A result could not be recorded; the message is one sentence saying why."""
 
 
-def grade(args) -> int:
-    stop = Stop()
-    resume = resume_mod.command(getattr(args, "argv", None))
-    with stop.installed():
-        try:
-            key = course_secret.load()
-        except course_secret.NoSecret as err:
-            print(err, file=sys.stderr)
-            return EXIT_MISSING
-        if not Path(args.course).is_dir():
-            print(f"No course folder at {args.course}: give the folder that holds exercises/ and submitted/ "
-                  "with --course.", file=sys.stderr)
-            return EXIT_MISSING
-        try:
-            with CourseLock(Path(args.course), resume) as lock:
-                if lock.stale_note():
-                    print(lock.stale_note(), file=sys.stderr)
-                return _grade(args, key, stop, resume)
-        except Held as err:
-            print(err, file=sys.stderr)
-            return EXIT_LOCKED
-        except Stopped:
-            print(f"Stopped by {stop.name()} before grading began; nothing was recorded. Resume with: {resume}",
-                  file=sys.stderr)
-            return 128 + stop.signal
+def grade(args, stop: Stop | None = None, resume: str = "") -> int:
+    """Grade the course of ``args``; returns the exit status (the README's table). ``stop`` is installed by
+    the caller (cli: before the imports) or here; ``resume`` is the command that resumes (secrets masked)."""
+    resume = resume or resume_mod.command(getattr(args, "argv", None))
+    if stop is None:
+        stop = Stop()
+        with stop.installed():
+            return grade(args, stop, resume)
+    try:
+        key = course_secret.load()
+    except course_secret.NoSecret as err:
+        print(err, file=sys.stderr)
+        return EXIT_MISSING
+    if not Path(args.course).is_dir():
+        print(f"No course folder at {args.course}: give the folder that holds exercises/ and submitted/ "
+              "with --course.", file=sys.stderr)
+        return EXIT_MISSING
+    try:
+        with CourseLock(Path(args.course).resolve(), resume) as lock:
+            if lock.stale_note():
+                print(lock.stale_note(), file=sys.stderr)
+            return _grade(args, key, stop, resume)
+    except Held as err:
+        print(err, file=sys.stderr)
+        return EXIT_LOCKED
+    except Unwritable as err:
+        print(f"Grading did not start: {err}, then run again: {resume}", file=sys.stderr)
+        return EXIT_NOT_RECORDED
+    except Stopped:
+        print(f"Stopped by {stop.name()} before grading began; nothing was recorded. Resume with: {resume}",
+              file=sys.stderr)
+        return stop.status()
 
 
 def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
@@ -131,14 +96,16 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
         _forget(course, plan)
         resume = resume_mod.command(getattr(args, "argv", None), force=False)
     try:
-        writer = GradebookWriter(course.db_url, course.assignment)
+        writer = GradebookWriter(course.db_url, course.assignment, stop.requested)
     except Exception as err:  # noqa: BLE001 - said in one sentence, see _not_recorded
+        stop.check()  # (a stop while the database was waited for)
         print(f"Grading did not start: {_not_recorded(err, course)}. Rerun: {resume}", file=sys.stderr)
         return EXIT_NOT_RECORDED
+    recorder = Recorder(course, writer)
     try:
-        return _run(args, course, plan, notes, Recorder(course, writer), stop, resume,
-                    jobs.Maker(course, key, args.force))
+        return _run(args, course, plan, notes, recorder, stop, resume, jobs.Maker(course, key, args.force))
     finally:
+        recorder.close()
         _close_quietly(writer)
 
 
@@ -163,38 +130,35 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
                 arrival = next(arrivals, END)
             if arrival is END:
                 break
-            if arrival is None:  # no result for a while: commit and stamp what is queued
-                _flush_or_stop(course, recorder)
+            if arrival is None:  # no result for a while: commit and stamp what is queued (or see the database answers)
+                _flush_or_stop(course, recorder, stop, idle=True)
                 stop.check()
                 continue
             job, result = arrival
             if "failed" not in result:
-                result = _record_or_stop(course, recorder, job, result)
+                result = _record_or_stop(course, recorder, job, result, stop)
             if "failed" in result:
                 job["error"] = result["failed"]
                 failed.append(job)
             elif result.get("unchanged"):  # the bytes its stamp was made from: only the stamp was renewed
                 unchanged += 1
             else:
-                results.append((job, result))
+                results.append((job, _kept(result)))
             progress.step()
             stop.check()
-        _flush_or_stop(course, recorder)
+        _flush_or_stop(course, recorder, stop)
         notes += backend.notes()
     except Stopped:
         _flush_quietly(course, recorder, results)  # what was graded is committed, then stamped
         _stopped(backend, progress, f"Stopped by {stop.name()}", results, plan, resume)
         backend = None
-        return 128 + stop.signal
-    except NotRecorded as err:
-        _flush_quietly(course, recorder, results)
+        return stop.status()
+    except (NotRecorded, execute.WrongVersion, execute.SchedulerLost) as err:
+        _flush_quietly(course, recorder, results, say=not isinstance(err, NotRecorded))
         _stopped(backend, progress, f"Grading stopped: {err}", results, plan, resume)
         backend = None
-        return EXIT_NOT_RECORDED
-    except execute.WrongVersion as err:
-        progress.done()
-        print(err, file=sys.stderr)
-        return EXIT_WORKERS
+        return {NotRecorded: EXIT_NOT_RECORDED, execute.WrongVersion: EXIT_WORKERS,
+                execute.SchedulerLost: EXIT_SCHEDULER}[type(err)]
     finally:
         if backend is not None:
             if len(results) + len(failed) + unchanged < len(plan):  # an unexpected error: nothing keeps running
@@ -204,7 +168,12 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
     notes += jobs.notes_after(course, results, failed)
     seconds = progress.elapsed()
     try:
-        report.summary(course, results, failed, notes)
+        with stop.waiting():  # (reading a large class's stored results takes a while)
+            report.summary(course, results, failed, notes)
+    except Stopped:
+        print(f"Stopped by {stop.name()} while the class's tables were written; every grade is recorded. Write the "
+              f"tables again with: {resume}", file=sys.stderr)
+        return stop.status()
     except OSError as err:
         print(f"The summary was not written: {_not_recorded(err, course)}. Every grade is recorded; rerun to "
               f"write the tables: {resume}", file=sys.stderr)
@@ -215,6 +184,12 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
         print(f"Recording took {recorder.seconds:.1f} s. Per notebook in this process: recording {recorder.cost()}; "
               f"all its CPU {_own_cpu() / len(results) * 1000:.1f} ms.")
     return EXIT_FAILED if failed else 0
+
+
+def _kept(result: dict) -> dict:
+    """What the run keeps of a recorded result until its end (the result itself is on disk): a class's worth
+    of whole results would grow the coordinator's memory with the class."""
+    return {"status": result.get("status"), "notes": result.get("notes", [])}
 
 
 def _own_cpu() -> float:
@@ -237,20 +212,24 @@ def _stopped(backend, progress, why: str, results: list, plan: list[dict], resum
         backend.close()
     progress.done()
     left = len(plan) - len(results)
+    ended = ("the workers could not be told through the scheduler: each ends what it runs as it loses the "
+             "scheduler, or at the time limit" if running is None else f"of them {running} were running and were ended")
     print(f"{why}. This run graded and recorded {len(results)} of {len(plan)} notebook(s); "
-          f"{left} were not (of them {running} were running and were ended; nothing half-done is kept). "
-          f"Resume with: {resume}", file=sys.stderr, flush=True)
+          f"{left} were not ({ended}; nothing half-done is kept). Resume with: {resume}", file=sys.stderr, flush=True)
 
 
-def _record_or_stop(course, recorder: Recorder, job: dict, result: dict) -> dict:
+def _record_or_stop(course, recorder: Recorder, job: dict, result: dict, stop: Stop) -> dict:
     """Record ``result``; raises NotRecorded when the gradebook or the disk fails (the run stops), and
     turns any other error (a bug, on this notebook's data) into this notebook's failure: the run goes on."""
     try:
         recorder.record(job, result)  # files now; grades and stamp with its batch
-    except (OSError, DBAPIError) as err:
+    except (OSError, DBAPIError, Silent) as err:
+        recorder.settle()
         _unrecord(course, job)
+        stop.check()  # a stop asked for while the database was waited for: it ends the run, not the database
         raise NotRecorded(_not_recorded(err, course)) from err
     except Exception as err:  # noqa: BLE001 - not stamped: the next run grades it again
+        recorder.settle()
         _unrecord(course, job)
         return {"failed": f"its result could not be recorded ({execute.sentence(err)}); this is a bug in the grader"}
     return result
@@ -268,21 +247,26 @@ def _unrecord(course, job: dict) -> None:
             pass
 
 
-def _flush_or_stop(course, recorder: Recorder) -> None:
-    """Commit the last batch; raises NotRecorded when the gradebook or the disk fails."""
+def _flush_or_stop(course, recorder: Recorder, stop: Stop | None = None, idle: bool = False) -> None:
+    """Commit the last batch; raises NotRecorded when the gradebook or the disk fails (Stopped when a stop
+    was asked for while the database was waited for)."""
     try:
-        recorder.flush()
-    except (OSError, DBAPIError) as err:
+        recorder.flush(idle)
+    except (OSError, DBAPIError, Silent) as err:
+        if stop is not None:
+            stop.check()
         raise NotRecorded(_not_recorded(err, course)) from err
 
 
-def _flush_quietly(course, recorder: Recorder, results: list) -> None:
+def _flush_quietly(course, recorder: Recorder, results: list, say: bool = True) -> None:
     """On a stop: commit what was graded; what cannot be committed leaves no file behind (graded again)
-    and leaves ``results``."""
-    try:
+    and leaves ``results``. ``say``: print why it could not be committed (not when that is why the run stops)."""
+    try:  # (after a stop, the database gets STOP_GRACE_S to answer: see GradebookWriter)
         _flush_or_stop(course, recorder)
     except NotRecorded as err:
-        print(f"The last results were not recorded: {err}; the next run grades them again.", file=sys.stderr)
+        if say:
+            print(f"The last results were not recorded: {err}; the next run grades them again.", file=sys.stderr)
+    recorder.settle()
     lost = set(recorder.keys)  # queued, never committed: nobody reads a half-done record
     for student, name in lost:
         _unrecord(course, {"student": student, "notebook": name})
@@ -292,16 +276,23 @@ def _flush_quietly(course, recorder: Recorder, results: list) -> None:
 
 def _not_recorded(err: BaseException, course) -> str:
     """Why a result could not be recorded, as one plain sentence (no traceback)."""
-    from sqlalchemy.engine import make_url
     if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
         return f"the disk that holds {err.filename or _fullest(course)} is full"
     if isinstance(err, OSError):
         return f"{err.filename or 'a file of the course'} could not be written ({err.strerror or err})"
+    if isinstance(err, Silent):
+        return (f"the gradebook database {_shown(course.db_url)} stopped answering ({err}: the server is frozen "
+                "or overloaded); check it")
     if isinstance(err, DBAPIError):
         first = str(err.orig).strip().splitlines()[0] if str(err.orig).strip() else type(err.orig).__name__
-        where = make_url(course.db_url).render_as_string(hide_password=True)
-        return f"the gradebook database {where} is unreachable or refused the write ({first})"
+        return f"the gradebook database {_shown(course.db_url)} is unreachable or refused the write ({first})"
     return f"recording failed ({execute.sentence(err)})"
+
+
+def _shown(db_url: str) -> str:
+    """A database URL as it may be printed: its password masked."""
+    from sqlalchemy.engine import make_url
+    return make_url(db_url).render_as_string(hide_password=True)
 
 
 def _fullest(course) -> Path:

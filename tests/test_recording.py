@@ -44,13 +44,15 @@ def test_grades_and_stamps_wait_for_the_batch_commit(course):
     for student, score in (("r1", 1.0), ("r2", 0.0)):
         recorder.record({"student": student, "notebook": P, "stamp": f"k-{student}"}, _result(course_obj, score))
     assert _booked(course, "r1") == {} and course_obj.stamps("r1") == {}  # queued, not committed
-    assert (course / "feedback" / "r1" / "mha" / f"{P}.html").is_file()  # the files are written at once
+    recorder.settle()
+    assert (course / "feedback" / "r1" / "mha" / f"{P}.html").is_file()  # the files are written before
     recorder.flush()
     full = {g.id: g.points for g in course_obj.releases[P].grade_cells}
     assert _booked(course, "r1") == full and _booked(course, "r2") == {g: 0.0 for g in full}
     assert course_obj.stamps("r1") == {P: "k-r1"} and course_obj.stamps("r2") == {P: "k-r2"}
     stored = json.loads((course / "autograded" / "r1" / "mha" / f"{P}.result.json").read_text())
     assert "feedback" not in stored  # the rendered pages are files, not part of the stored result
+    recorder.close()
     writer.close()
 
 
