@@ -107,13 +107,14 @@ def sizes(rng: np.random.Generator, ranges: list[tuple[int, int]], products: tup
     outside the rule (a boundary size: 1, or a square matrix's other side)."""
     avoid = avoid or {}
     fixed = {i: lo for i, (lo, hi) in enumerate(ranges) if lo == hi}
+    allowed = [[v for v in range(lo, hi + 1) if v not in avoid.get(i, ())] for i, (lo, hi) in enumerate(ranges)]
     while True:
         s: list[int] = []
         for i, (lo, hi) in enumerate(ranges):  # each size drawn among the values still free
             if i in fixed:
                 s.append(lo)
                 continue
-            free = [v for v in range(lo, hi + 1) if v not in s and v not in avoid.get(i, ())]
+            free = [v for v in allowed[i] if v not in s]
             if not free:
                 break
             s.append(free[int(rng.integers(len(free)))])
@@ -127,7 +128,7 @@ def sizes(rng: np.random.Generator, ranges: list[tuple[int, int]], products: tup
 
 def view(a: np.ndarray, perm: tuple) -> np.ndarray:
     """``a``'s values as a non-contiguous view: a transposed copy transposed back (``perm`` moves the axes)."""
-    return np.ascontiguousarray(a.transpose(perm)).transpose(np.argsort(perm))
+    return np.ascontiguousarray(a.transpose(perm)).transpose(sorted(range(len(perm)), key=perm.__getitem__))
 
 
 # --- exercises 1 and 4, part A: x @ w + b ------------------------------------------------------------
