@@ -2,8 +2,8 @@
 
 A job's result arrives with its feedback already rendered where the job ran (feedback.render on
 the worker). Recording one notebook here hands its stored result and its two feedback files to
-FILE_THREADS threads that write them (creating files is mostly the kernel's work, done there in
-parallel, off the thread that records) and queues its grades. Grades are committed in batches, one commit under way at a
+FILE_THREADS thread(s) that write them (creating files is mostly the kernel's work, done there, off
+the thread that records) and queues its grades. Grades are committed in batches, one commit under way at a
 time on the gradebook's own thread (GradebookWriter.commit), while the next results are recorded: a
 commit starts once BATCH notebooks are queued or FLUSH_S seconds have passed, and takes with it all
 that is queued then, so a slow database gets larger batches, not a slower run (at most MAX_QUEUED wait;
@@ -23,7 +23,8 @@ BATCH = 20        # a commit starts once this many notebooks are queued (and non
 FLUSH_S = 1.0     # ... or this long after the last one started (a stopped run loses at most this much recording)
 QUIET_S = 0.25    # ... and everything is committed once no result has come for this long
 MAX_QUEUED = 2000  # notebooks queued behind a commit under way, at most: then recording waits for it
-FILE_THREADS = 2  # threads that write the notebooks' files ...
+FILE_THREADS = 1  # threads that write the notebooks' files (two cost ~0.7 ms more CPU a notebook: their
+#                   file creations contend in the kernel; bench_coordinator) ...
 MAX_WRITING = 64  # ... with at most this many notebooks' files waiting (each holds its pages): then recording waits
 
 
