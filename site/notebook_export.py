@@ -271,8 +271,10 @@ def figure_captions(cell: dict, figures: dict[str, str]) -> list[str]:
     return found
 
 
-def _markdown_cell(source: str) -> dict:
-    return {"cell_type": "markdown", "metadata": {}, "source": source}
+def _caption_cells(cell: dict, captions: list[str]) -> list[dict]:
+    """Markdown cells for a code cell's figure captions, each with an id of its own (nbformat 4.5 needs one)."""
+    return [{"id": f"{cell.get('id', 'cell')[:48]}-caption-{k}", "cell_type": "markdown", "metadata": {},
+             "source": text} for k, text in enumerate(captions)]
 
 
 def export_notebook(nb: dict, markdown: MarkdownExporter) -> dict:
@@ -282,7 +284,7 @@ def export_notebook(nb: dict, markdown: MarkdownExporter) -> dict:
         if cell["cell_type"] == "markdown":
             markdown.convert(_plain(cell.get("source", "")))
     captions = {id(cell): figure_captions(cell, markdown.figures) for cell in nb["cells"]}
-    nb["cells"] = [c for cell in nb["cells"] for c in [cell, *map(_markdown_cell, captions[id(cell)])]]
+    nb["cells"] = [c for cell in nb["cells"] for c in [cell, *_caption_cells(cell, captions[id(cell)])]]
     for cell in nb["cells"]:
         source = _plain(cell.get("source", ""))
         if cell["cell_type"] == "markdown":

@@ -744,7 +744,11 @@ def test_downloaded_chapter_notebooks_show_their_numbers(server):
         rel = _rel(page_file)
         link = next(u for t, _, u in _scan(page_file).urls if t == "a" and u.endswith(".ipynb"))
         url = server + (Path(rel).parent / link).as_posix()
-        nb = nbformat.reads(urlopen(url).read().decode("utf-8"), as_version=4)
+        text = urlopen(url).read().decode("utf-8")
+        cells = json.loads(text)["cells"]   # as written: nbformat's reader would add missing ids itself
+        assert all("id" in c for c in cells), f"{rel}: cells without an id: {[c['source'][:40] for c in cells if 'id' not in c]}"
+        assert len({c["id"] for c in cells}) == len(cells), f"{rel}: two cells share an id"
+        nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
         markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
         assert not myst.search(markdown), f"{rel}: MyST left in the notebook: {myst.search(markdown)[0]!r}"
