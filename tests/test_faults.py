@@ -4,6 +4,7 @@ killed. Each time the run stops within seconds with one line that says what was 
 resume (or, for a worker, loses nothing), leaves nothing running, and the rerun grades exactly the
 rest. The slow students' answers spin (no module that sleeps is allowed), so a run never ends by
 itself while a test acts. (Run as root: the sandbox's users and the tmpfs mount need it.)"""
+import contextlib
 import csv
 import fcntl
 import importlib.util
@@ -337,18 +338,24 @@ def reachable(db_url: str) -> bool:
         engine.dispose()
 
 
-@pytest.fixture(scope="module")
-def dask_services(tmp_path_factory):
-    """A Dask scheduler and two workers on loopback (scripts/services.py)."""
-    folder = tmp_path_factory.mktemp("dask")
+@contextlib.contextmanager
+def dask_on_loopback(folder: Path, workers: int):
+    """A Dask scheduler and ``workers`` workers started by scripts/services.py, stopped by it on leaving."""
     script = [sys.executable, str(kit.REPO / "scripts" / "services.py")]
-    started = subprocess.run([*script, "start", str(folder), "--dask-workers", "2"], capture_output=True,
+    started = subprocess.run([*script, "start", str(folder), "--dask-workers", str(workers)], capture_output=True,
                              text=True, timeout=300)
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         yield json.loads(started.stdout)
     finally:
         subprocess.run([*script, "stop", str(folder)], capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def dask_services(tmp_path_factory):
+    """A Dask scheduler and two workers on loopback, shared by the module's tests."""
+    with dask_on_loopback(tmp_path_factory.mktemp("dask"), 2) as services:
+        yield services
 
 
 def other_version_worker(scheduler: str, folder: Path) -> subprocess.Popen:
@@ -634,15 +641,8 @@ def test_a_frozen_database_ends_the_run_in_one_sentence(course, postgres, ctrl_c
 @pytest.fixture
 def own_dask(tmp_path):
     """A Dask scheduler and one worker on loopback for one test (it may kill them)."""
-    folder = tmp_path / "dask"
-    script = [sys.executable, str(kit.REPO / "scripts" / "services.py")]
-    started = subprocess.run([*script, "start", str(folder), "--dask-workers", "1"], capture_output=True,
-                             text=True, timeout=300)
-    try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        yield json.loads(started.stdout)
-    finally:
-        subprocess.run([*script, "stop", str(folder)], capture_output=True, timeout=300)
+    with dask_on_loopback(tmp_path / "dask", 1) as services:
+        yield services
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "frozen"])
