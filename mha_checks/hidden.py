@@ -520,7 +520,7 @@ def random_attn(rng, d_model: int, h: int, dtype) -> AttnWeights:
 def decode_step_case(rng, dtype, cached: bool, seen: set, fixed: dict | None = None, strided: bool = False) -> Case:
     """x (B, T_new, d_model), cache (keys, values) (B, h, T_cached, d_k) each (T_cached = 0: an empty cache)."""
     fixed = dict(fixed or {})
-    ranges = {"B": (2, 3), "T_new": (2, 8), "T_cached": (2, 12) if cached else (0, 0), "h": (2, 4), "d_k": (2, 5)}
+    ranges = {"B": (2, 3), "T_new": (2, 12), "T_cached": (2, 16) if cached else (0, 0), "h": (2, 4), "d_k": (2, 5)}
     if not cached:
         fixed["T_cached"] = 0
     s = _draw(rng, ranges, fixed, seen, ("T_new", "T_cached") if cached else ("T_new",), products=(("h", "d_k"),))
