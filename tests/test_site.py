@@ -145,14 +145,21 @@ def test_every_chapter_downloads_as_ipynb():
 # The browser
 # ---------------------------------------------------------------------------------------------
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    answered: list | None = None      # (path, status) of every request, when a test asks for them
+
     def log_message(self, *args):  # keep pytest's output clean
         pass
 
+    def log_request(self, code="-", size="-"):
+        if self.answered is not None:
+            self.answered.append((self.path, int(code)))
+
 
 @contextlib.contextmanager
-def serve_site():
-    """The built site on a loopback HTTP server; yields its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
+def serve_site(answered: list | None = None):
+    """The built site on a loopback HTTP server; yields its base URL. Each request's (path,
+    status) is appended to ``answered`` if given."""
+    handler = functools.partial(type("Handler", (_QuietHandler,), {"answered": answered}), directory=str(SITE))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -355,6 +362,33 @@ def test_every_page_in_three_views_is_clean_typeset_accessible_and_light(browser
         assert landing <= LANDING_BUDGET, f"landing page {landing:,} bytes > {LANDING_BUDGET:,}"
         heavy = {url: w for url, w in weights.items() if w > CHAPTER_BUDGET}
         assert not heavy, f"pages over {CHAPTER_BUDGET:,} bytes: {heavy}"
+
+
+@needs_site
+def test_no_page_load_asks_for_a_file_the_site_lacks(browser):
+    """Each page, and the site's root, as a first visit in a fresh browser: the server has every
+    file the browser asks for, the icon it fetches by itself included (a page that names no icon
+    makes it ask for /favicon.ico, which the site does not have: the root page did)."""
+    answered: list[tuple[str, int]] = []
+    icons = 0
+    with serve_site(answered) as base:
+        for rel in ["", *map(_rel, _pages())]:
+            start = len(answered)
+            context = browser.new_context(**DESKTOP)
+            try:
+                page = context.new_page()
+                page.goto(base + rel, wait_until="load")
+                page.wait_for_load_state("networkidle")
+                for _ in range(100):          # the icon comes after the page: wait for it (10 s at most)
+                    if any("favicon" in path for path, _ in answered[start:]):
+                        icons += 1
+                        break
+                    page.wait_for_timeout(100)
+            finally:
+                context.close()
+    missing = sorted({f"{path}: HTTP {code}" for path, code in answered if code >= 400})
+    assert icons > len(_pages()) // 2, f"the browser fetched an icon on {icons} page loads: the test sees nothing"
+    assert not missing, "requests the site could not answer:\n" + "\n".join(missing)
 
 
 @needs_site
