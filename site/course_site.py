@@ -22,8 +22,10 @@
 """
 from __future__ import annotations
 
+import base64
 import html
 import json
+import mimetypes
 import shutil
 from pathlib import Path
 
@@ -172,9 +174,14 @@ LANDING = """<!DOCTYPE html>
 
 def write_landing(app) -> None:
     """The site's root page: it forwards to the root document at once, like the theme's redirect,
-    and names the icon every other page names (no browser then asks for /favicon.ico)."""
+    and names the site's icon (no browser then asks for /favicon.ico). The icon is inlined as a
+    data: URL: a request for it would be cut short by the forward."""
     icon = str(app.config.html_favicon or "")
-    href = icon if "://" in icon else f"_static/{Path(icon).name}"    # Sphinx copies a file to _static
+    href = icon
+    if icon and "://" not in icon:
+        path = Path(app.confdir) / icon
+        kind = mimetypes.guess_type(path.name)[0] or "image/x-icon"
+        href = f"data:{kind};base64,{base64.b64encode(path.read_bytes()).decode()}"
     first = app.builder.get_target_uri(app.config.root_doc)
     (Path(app.outdir) / "index.html").write_text(LANDING.format(
         title=html.escape(app.config.html_title or app.config.project), first=html.escape(first),
