@@ -207,6 +207,7 @@ def show(fig, point: str, *, caption: str | None = None, name: str | None = None
     from IPython.display import SVG, display
 
     if caption is not None and not (name and re.fullmatch(r"[a-z][a-z0-9-]*", name)):
+        plt.close(fig)                                  # refused or shown, the figure is done with
         raise ValueError(f"name: a figure with a caption needs a name such as 'fig-cost' (lower case, "
                          f"digits, hyphens), so that the text can cite it; got {name!r}.")
     alt = f"{describe(fig)} {point.strip()}"
