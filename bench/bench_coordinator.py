@@ -147,7 +147,7 @@ def child(spec: dict) -> None:
     import resource
 
     sys.path.insert(0, spec.get("code") or str(ROOT))
-    from mha_grader import run
+    from mha_grader.trusted import run
 
     with open(spec["recorded"], "rb") as fh:
         recorded = pickle.load(fh)

@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from mha_checks import admission  # noqa: E402
-from mha_grader import cli, kernel, run, sandbox  # noqa: E402
+from mha_grader.trusted import cli, run  # noqa: E402
+from mha_grader.walls import kernel, sandbox  # noqa: E402
 from submissions import kit  # noqa: E402
 from submissions.everyday import ENDINGS, EVERYDAY, EVERYDAY_TORCH  # noqa: E402
 

@@ -383,7 +383,8 @@ def _graded(answer: str, forge):
     import numpy as np
 
     from mha_checks import hidden
-    from mha_grader import judging, notebooks, sandbox
+    from mha_grader.trusted import judging, notebooks
+    from mha_grader.walls import sandbox
 
     folder = judged.REPO / "exercises" / "mha"
     release = notebooks.load_release(folder)["05_assembly"]

@@ -19,13 +19,14 @@ import threading
 import time
 from pathlib import Path
 
-from . import feedback, judging, notebooks, sandbox
+from ..walls import sandbox
+from . import feedback, judging, notebooks
 
 RETRIES = 2  # a sandbox failure is tried this many more times
 PACKAGES = ("numpy", "torch", "nbgrader", "distributed", "latex2mathml")  # what the judge, the sandbox, the
 #                                                                      recording and the feedback pages rest on
 SOURCES = ("mha_checks", "mha_grader")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class InfraError(RuntimeError):

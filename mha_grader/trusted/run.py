@@ -21,7 +21,8 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
-from . import course as course_mod, execute, jobs, recording, report, resume as resume_mod, sandbox
+from ..walls import sandbox
+from . import course as course_mod, execute, jobs, recording, report, resume as resume_mod
 from . import secret as course_secret
 from .gradebook import GradebookWriter, Silent
 from .lock import CourseLock, Held, Unwritable

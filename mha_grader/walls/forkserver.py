@@ -94,6 +94,7 @@ TITLE = b"mha-sandbox"  # what /proc/<pid>/cmdline says of the job's pid 1 (not 
 RULES = None  # the seccomp filter (kernel.build_filter), built once when the server starts
 STUDENTS = None  # (first uid, how many): the student uids (from the grader, as the server starts)
 PROGRAMS: dict[str, tuple[bytes, object]] = {}  # compiled_programs(), once when the server starts
+INSIDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "inside")  # the programs a job runs
 
 
 def _check(result: int, what: str) -> None:
@@ -224,9 +225,9 @@ def program(request: dict, report: int) -> int:
 def compiled_programs() -> dict[str, tuple[bytes, object]]:
     """{path in the sandbox: (source, code)} of the programs a job runs, compiled once here; a job whose
     program's source is not this one's (a changed file) compiles its own."""
-    here, found = os.path.dirname(os.path.abspath(__file__)), {}
+    found = {}
     for name in ("harness.py", "probe.py"):
-        with open(os.path.join(here, name), "rb") as fh:
+        with open(os.path.join(INSIDE, name), "rb") as fh:
             source = fh.read()
         found[f"/job/{name}"] = (source, compile(source, f"/job/{name}", "exec"))
     return found
@@ -468,12 +469,13 @@ if __name__ == "__main__":
     HERE = os.path.dirname(os.path.abspath(__file__))
     PREFIXES = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
     forget_host_folders(PREFIXES)  # before any import can list a folder of the checkout
-    load_module("calling", os.path.join(os.path.dirname(HERE), "mha_checks", "calling.py"))  # warm: the job's
-    load_module("as_student", os.path.join(HERE, "as_student.py"))  # `import calling` finds it loaded (numpy too)
+    CHECKOUT = os.path.dirname(os.path.dirname(HERE))
+    load_module("calling", os.path.join(CHECKOUT, "mha_checks", "calling.py"))  # warm: the job's
+    load_module("as_student", os.path.join(INSIDE, "as_student.py"))  # `import calling` finds it loaded (numpy too)
     import numpy.random  # noqa: F401, E402 - what the harness seeds in each job: loaded once here (16 ms a job else)
     import random  # noqa: F401, E402
-    cgroups = load_module("mha_grader.cgroups", os.path.join(HERE, "cgroups.py"))
-    kernel = load_module("mha_grader.kernel", os.path.join(HERE, "kernel.py"))
+    cgroups = load_module("mha_grader.walls.cgroups", os.path.join(HERE, "cgroups.py"))
+    kernel = load_module("mha_grader.walls.kernel", os.path.join(HERE, "kernel.py"))
     STUDENTS = (int(sys.argv[2]), int(sys.argv[3]))
     RULES = kernel.build_filter(dict.fromkeys(kernel.FILTER_SWITCHES, True), STUDENTS)
     PROGRAMS = compiled_programs()

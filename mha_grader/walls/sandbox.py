@@ -46,7 +46,8 @@ from pathlib import Path
 from mha_checks.calling import Layout
 
 HERE = Path(__file__).resolve().parent
-CALLING = HERE.parent / "mha_checks" / "calling.py"
+INSIDE = HERE.parent / "inside"  # the programs a job runs, copied into its /job
+CALLING = HERE.parents[1] / "mha_checks" / "calling.py"
 UID_BASE, SLOTS = 0xF400, 256  # the sandbox's uids: UID_BASE + n, n < SLOTS (62464 to 62719)
 JOBS = SLOTS // 2  # jobs at once: job slot k runs the student's code as UID_BASE + k, its pid 1 as UID_BASE + JOBS + k
 MAX_REPORT = 32 * 1024 * 1024  # bytes of records read back from one job
@@ -260,7 +261,7 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
 
 def _job_files(job_dir: Path, program: str, job: dict) -> None:
     """The job folder: the program, the modules it imports, and job.json; readable by the sandbox's users."""
-    for name in (HERE / program, CALLING, HERE / "as_student.py"):
+    for name in (INSIDE / program, CALLING, INSIDE / "as_student.py"):
         shutil.copy(name, job_dir / name.name)
     (job_dir / "job.json").write_text(json.dumps(job))
     for path in (job_dir.parent, job_dir, *job_dir.iterdir()):
