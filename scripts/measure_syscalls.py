@@ -30,7 +30,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from mha_checks import admission  # noqa: E402
 from mha_grader.trusted import cli, run  # noqa: E402
-from mha_grader.walls import kernel, sandbox  # noqa: E402
+from mha_grader.walls import kernel, probing, sandbox  # noqa: E402
 from submissions import kit  # noqa: E402
 from submissions.everyday import ENDINGS, EVERYDAY, EVERYDAY_TORCH  # noqa: E402
 
@@ -215,7 +215,7 @@ def main() -> None:
     measured = collections.Counter()
     measured.update(measure("everyday library uses", everyday_jobs)[0])
     measure("the probe (two jobs), beyond its sweep of every call number once each",
-            lambda: print(sandbox.probe([str(REPO / "solutions")], list(sandbox.python_prefixes())), file=sys.stderr),
+            lambda: print(probing.probe([str(REPO / "solutions")], list(sandbox.python_prefixes())), file=sys.stderr),
             least=3)
     for which in ("honest",) if args.quick else ("honest", "hostile"):
         course = kit.make_course(work / which / "course")

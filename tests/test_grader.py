@@ -56,10 +56,10 @@ def test_secret_command_creates_a_private_file_once(tmp_path):
 
 def test_refuses_to_grade_where_isolation_fails(course, monkeypatch, capsys):
     from mha_grader.trusted import cli
-    from mha_grader.walls import sandbox
+    from mha_grader.walls import probing
     monkeypatch.setenv("MHA_GRADER_SECRET", str(course.parent / "course.secret"))
     (course.parent / "course.secret").write_text("f" * 64)
-    monkeypatch.setattr(sandbox, "probe", lambda *a, **k: ["cannot read /course/solutions: failed (it worked)"])
+    monkeypatch.setattr(probing, "probe", lambda *a, **k: ["cannot read /course/solutions: failed (it worked)"])
     assert cli.main(["--course", str(course), "grade"]) == 3
     err = capsys.readouterr().err
     assert "Refusing to grade" in err and "cannot read /course/solutions" in err and "--unsafe-no-sandbox" in err

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from mha_checks import calling
-from mha_grader.walls import sandbox
+from mha_grader.walls import probing, sandbox
 
 REPO = Path(__file__).resolve().parents[1]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's tests run as root, as CI does")
@@ -58,11 +58,11 @@ def sandbox_processes() -> list[str]:
 
 def test_probe_finds_the_isolation_complete():
     private = [str(REPO / "solutions"), str(REPO / "nbgrader_config.py"), "/root", "/etc/shadow"]
-    assert sandbox.probe(private[:2] + ["/etc/shadow"], sandbox.python_prefixes()) == []
+    assert probing.probe(private[:2] + ["/etc/shadow"], sandbox.python_prefixes()) == []
 
 
 def test_probe_reports_what_the_unsafe_mode_exposes():
-    problems = sandbox.probe([str(REPO / "solutions")], [], unsafe=True)
+    problems = probing.probe([str(REPO / "solutions")], [], unsafe=True)
     assert any("unprivileged user" in p for p in problems), problems
     assert any(f"cannot read {REPO / 'solutions'}" in p for p in problems), problems
 
@@ -404,13 +404,13 @@ def grader_session_key():
 
 
 def test_the_probe_passes_the_full_sandbox_even_in_a_session_keyring(grader_session_key):
-    assert sandbox.probe(PRIVATE, sandbox.python_prefixes()) == []
+    assert probing.probe(PRIVATE, sandbox.python_prefixes()) == []
 
 
 @pytest.mark.parametrize("weakening", sorted(WEAKENINGS))
 def test_the_probe_reports_each_weakening_of_the_sandbox(weakening, grader_session_key):
     """The probe's mutation test: one protection off at a time, and the probe names that claim."""
-    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(), hardening=sandbox.Hardening(**{weakening: False}))
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes(), hardening=sandbox.Hardening(**{weakening: False}))
     failed = {p.split(": failed")[0] for p in problems}
     assert set(WEAKENINGS[weakening]) <= failed, problems
     assert all("; to fix: " in p for p in problems), problems
@@ -420,7 +420,7 @@ def test_the_probe_reports_a_signal_that_lands_on_pid_1_when_both_its_layers_are
     """Either layer alone keeps pid 1 out of reach (each single weakening above leaves these claims
     holding); with both off, the student's signals land on pid 1's handlers and its limit can be changed,
     and the probe says so."""
-    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(),
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes(),
                              hardening=sandbox.Hardening(seccomp=False, harness_uid=False))
     failed = {p.split(": failed")[0]: p for p in problems}
     assert "no signal from the student's code lands on pid 1" in failed, problems
@@ -430,7 +430,7 @@ def test_the_probe_reports_a_signal_that_lands_on_pid_1_when_both_its_layers_are
 
 
 def test_the_probe_reports_a_memory_cap_above_the_machines_memory():
-    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(), limits=sandbox.Limits(notebook_s=20, memory=1 << 40))
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes(), limits=sandbox.Limits(notebook_s=20, memory=1 << 40))
     assert any(p.startswith("memory cap: failed") for p in problems), problems
     assert any(p.startswith("memory limit per process") for p in problems), problems
 
@@ -588,12 +588,12 @@ def test_a_fork_and_spin_job_cannot_use_more_cpu_than_its_cap():
 THROUGH = """
 import json, sys
 sys.path.insert(0, {repo!r})
-from mha_grader.walls import sandbox
+from mha_grader.walls import probing, sandbox
 from mha_checks import calling
 report = sandbox.run(json.loads({job!r}))
 outcome = [r["outcome"] for r in report.records if "outcome" in r]
 print(json.dumps([sys.prefix, calling.decode(outcome[0]["result"]) if outcome and "result" in outcome[0]
-                  else [report.records, report.stderr], sandbox.probe({private!r}, sandbox.python_prefixes())]))
+                  else [report.records, report.stderr], probing.probe({private!r}, sandbox.python_prefixes())]))
 """
 
 
@@ -768,7 +768,7 @@ def holder_of(uid: int) -> subprocess.Popen:
     """A process of this machine's that holds ``uid`` (as a stray user account's process would)."""
     proc = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "30"])
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not any(f"pid {proc.pid} " in h for h in sandbox.holders_of_sandbox_uids()):
+    while time.monotonic() < deadline and not any(f"pid {proc.pid} " in h for h in probing.holders_of_sandbox_uids()):
         time.sleep(0.02)
     return proc
 
@@ -779,14 +779,14 @@ def test_the_probe_reports_a_host_process_holding_a_sandbox_uid(monkeypatch):
     for uid in (sandbox.UID_BASE, sandbox.UID_BASE + sandbox.SLOTS - 1):
         proc = holder_of(uid)
         try:
-            found = sandbox.holders_of_sandbox_uids()
+            found = probing.holders_of_sandbox_uids()
         finally:
             proc.kill()
             proc.wait()
         assert any(f"pid {proc.pid} (sleep) as uid/gid {uid}/{uid}" in h for h in found), found
-    assert not any(f"pid {proc.pid} " in h for h in sandbox.holders_of_sandbox_uids())
-    monkeypatch.setattr(sandbox, "holders_of_sandbox_uids", lambda: ["pid 4242 (sleep) as uid/gid 62465/62465"])
-    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes())
+    assert not any(f"pid {proc.pid} " in h for h in probing.holders_of_sandbox_uids())
+    monkeypatch.setattr(probing, "holders_of_sandbox_uids", lambda: ["pid 4242 (sleep) as uid/gid 62465/62465"])
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes())
     assert [p.split(": failed")[0] for p in problems] == ["no other process holds a sandbox uid"], problems
     assert "pid 4242 (sleep)" in problems[0] and "; to fix: " in problems[0]
 

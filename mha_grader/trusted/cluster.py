@@ -49,7 +49,7 @@ from pathlib import Path
 
 from distributed import WorkerPlugin
 
-from ..walls import sandbox
+from ..walls import probing, sandbox
 from . import execute
 
 PLUGIN = "mha-grader-version"
@@ -386,10 +386,10 @@ def grade_student_on_worker(releases: dict, jobs: list[dict], limits: sandbox.Li
 
 @functools.cache
 def _worker_isolation_problems() -> tuple[str, ...]:
-    """sandbox.probe on this worker machine: its home folder must be hidden, Python read-only."""
+    """probing.probe on this worker machine: its home folder must be hidden, Python read-only."""
     fd, canary = tempfile.mkstemp(prefix=".sandbox-canary-", dir=Path.home())
     os.close(fd)
     try:
-        return tuple(sandbox.probe([canary], [*sandbox.python_prefixes(), "/usr"]))
+        return tuple(probing.probe([canary], [*sandbox.python_prefixes(), "/usr"]))
     finally:
         os.unlink(canary)

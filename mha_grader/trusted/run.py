@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
-from ..walls import sandbox
+from ..walls import probing, sandbox
 from . import course as course_mod, execute, jobs, recording, report, resume as resume_mod
 from . import secret as course_secret
 from .gradebook import GradebookWriter, Silent
@@ -320,7 +320,7 @@ def isolation_problems(course: Path) -> list[str]:
         canaries.append(name)
     private = [str(course / p) for p in ("solutions", "submitted", "nbgrader_config.py", "gradebook.db")]
     try:
-        return sandbox.probe(private + canaries + [str(course_secret.path())], [*sandbox.python_prefixes(), "/usr"])
+        return probing.probe(private + canaries + [str(course_secret.path())], [*sandbox.python_prefixes(), "/usr"])
     finally:
         for name in canaries:
             os.unlink(name)
