@@ -1,4 +1,4 @@
-"""Measure the system calls a grading job makes: the evidence behind mha_grader/kernel.py's allowlist.
+"""Measure the system calls a grading job makes: the evidence behind mha_grader/walls/kernel.py's allowlist.
 
     .venv/bin/python scripts/measure_syscalls.py [--quick]        (as root, with strace installed)
 

@@ -1,8 +1,9 @@
-"""The grader's program inside the sandbox: run a notebook's cells, call the graded functions.
+"""The job's pid 1 (inside/__init__.py says who runs where): run the tests, each in a child that runs the
+cells and calls the graded functions (student.py), and report every event on the report channel.
 
-It runs as an unprivileged user in fresh namespaces (see sandbox.py). /job/job.json holds the
-cells and, per test, which function each case calls (names, never inputs). The report channel
-(the descriptor named by its argument, a socket) carries one JSON line per event out:
+/job/job.json holds the cells and, per test, which function each case calls (names, never inputs).
+The report channel (the descriptor named by its argument, a socket) carries one JSON line per event
+out:
 
   {"harness": "started"}                          before any student code exists
   {"ask": [t, i]}                                 the inputs of test t's case i, please (answered on
@@ -15,22 +16,6 @@ cells and, per test, which function each case calls (names, never inputs). The r
 ("cells": the notebook's own cells did not finish within a test's time, so this test and every
 later one cannot run; "budget": not run, the notebook's time is spent; "large": the call's
 result was larger than a record may be.)
-
-Two processes, and only one of them ever runs student code:
-
-  harness (this process)  pid 1 of the job, under a uid of its own: holds the report channel; never
-                          runs student code, handles no signal, and is not dumpable, so no process
-                          of the job can signal it, limit it, read or write its memory
-                          (/proc/PID/mem, process_vm_writev); asks for each case's inputs just
-                          before the call, keeps a private copy, and lays the arrays out in
-                          memory it shares with the child
-  child (forked)          closes the channel (a socket: it cannot be opened again through /proc),
-                          becomes the student (as_student.py: the student's uid, no capabilities),
-                          seeds Python's, NumPy's and torch's generators from the job (the same
-                          numbers at every grading of a submission), runs the cells once, then
-                          calls the cases of one test after another, as the notebook's kernel
-                          runs its tests, on views of the shared memory, and sends each outcome
-                          back on a pipe of its own
 
 The child's frames are data: a value the function returned, or the error it raised (an error whose
 description raises is sent as one without words). Whether the call changed its arguments in place

@@ -6,9 +6,8 @@ the student's uid, no capabilities), sends its output to /dev/null, takes a CPU 
 Python's, NumPy's and torch's generators from the job (the same numbers at every grading of a
 submission). Then it runs the cells once and calls the cases it is sent, one after another, on views of
 the memory it shares with pid 1, and answers each with one line on its own pipe: a value the function
-returned, or the error it raised, as plain data (an error whose description raises is sent as one
-without words, an outcome JSON cannot hold as one that cannot be sent). Nothing it says about its
-arguments is read: pid 1 sees changes in place itself (harness.py).
+returned, or the error it raised, as plain data (an outcome JSON cannot hold is sent as one that
+cannot be sent). What pid 1 reads of it, and how it ends, is harness.py's.
 
 Copied into /job next to harness.py and imported by file (``import student``), as as_student.py and
 mha_checks/calling.py are; the fork server has it loaded already.
@@ -63,7 +62,7 @@ def main(job: dict, channel: int, shared: calling.Layout, requests: int, answers
 
 
 def seed_generators(seed: int) -> None:
-    """Python's, NumPy's and torch's random generators, seeded from the job (sandbox._seed): a submission
+    """Python's, NumPy's and torch's random generators, seeded from the job (walls/sandbox._seed): a submission
     that draws random numbers (dropout, say) draws the same ones each time it is graded. (A generator
     made without a seed, as numpy's default_rng(), and os.urandom still draw from the kernel; torch,
     if the cells import it here, starts from its own fixed seed.)"""

@@ -1,25 +1,16 @@
 """Run one grading job in a sandbox and read back what it reports, as plain data.
 
-The sandbox (its theory of operation opens forkserver.py): fresh mount, PID, network, IPC, UTS and
-cgroup namespaces; a file system holding only the Python installation and the job, read-only, and
-a 64 MB /tmp, with no host path showing through; an unprivileged user of its own for the student's
-code (a distinct uid per concurrent job, so that one job's process limit cannot starve another), no
-capabilities, no new privileges, and another for its pid 1; limits on address space, processes and
-file size per process, and a cgroup capping the memory, processes and CPU of the whole job; a fresh
-session keyring and a system-call filter that admits only what a job was measured to need
-(kernel.py). The network namespace has only a loopback device, down. When the job ends, or its
-time is up, or the grader dies, its PID namespace goes and with it every process it started.
+The sandbox is walls/__init__.py's: its claims, and who builds each. This module is the grader's side
+of one job: it takes a slot (the job's two uids: the student's code runs as 62464 + n, the job's pid 1,
+the harness, as 62592 + n, n the slot), writes the job's folder (the program of inside/, the modules
+it imports and job.json, which holds no inputs), sends the request to a fork server (servers.py,
+forkserver.py), then reads the report channel until the job ends or its time is up, with caps on
+what it reads, and hands over each case's inputs only when the job asks for them. The jobs running in
+this process are known, so that a stop ends them.
 
 Jobs are forked from one warm fork server per grading process (numpy, and torch once needed,
 already imported), not started as fresh interpreters: a NumPy notebook costs a few hundredths of
 a second, not the tenths an interpreter start and its imports take.
-
-Run as root, the student's code runs as uid 62464+n and the job's pid 1 (the harness) as 62592+n,
-n the job's slot: nothing the student's code runs can signal, trace or limit pid 1. Run as an
-ordinary user, it runs in a new user namespace as that user (who owns nothing the sandbox can see),
-pid 1 too (the filter alone keeps pid 1 out of reach then), and the job cgroups need root or a
-delegated cgroup v2 subtree. :func:`probe` checks every claim on the machine at hand before
-any grading, one check per claim.
 """
 import atexit
 import contextlib
@@ -230,7 +221,7 @@ def _slot():
 
 def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py",
         hardening: Hardening = Hardening()) -> Report:
-    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel.
+    """Run ``job`` (see inside/harness.py) in a sandbox and return what it wrote to its report channel.
 
     A case's inputs (its "specs") stay here: the job folder holds none, and the harness gets each
     case's only when it asks, just before that call (see :func:`_inputs_kept_outside`)."""
