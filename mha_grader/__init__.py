@@ -40,8 +40,10 @@ import each other, and mha_checks/calling.py, by file). tests/test_layout.py che
 
 Where to look: the limits are walls/sandbox.Limits, applied by walls/cgroups.py (the job's memory,
 processes and CPU), walls/forkserver.py (per-process limits), inside/harness.py (each test's and the
-notebook's wall time) and inside/student.py (CPU time), and worded for the student by
-trusted/judging.py; the round trip of a job is inside/harness.py (what it sends and asks),
-walls/sandbox.py (what is read, and answered) and trusted/frames.py (what is accepted); a job's cost
-is mostly walls/forkserver.py's fork and file system, and inside/.
+notebook's wall time; walls/sandbox.py gives the job 30 s more before it ends it) and inside/student.py
+(CPU time), and worded for the student by trusted/judging.py; the round trip of a job is
+inside/harness.py (what it sends and asks), walls/sandbox.py (what is read, and answered) and
+trusted/frames.py (what is accepted); a job's own cost is spent in walls/forkserver.py (the fork, the
+file system, the filter), inside/ (the cells and the calls) and walls/sandbox.py (the job's files,
+the report).
 """

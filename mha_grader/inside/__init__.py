@@ -9,6 +9,7 @@ Theory of operation. A job is two kinds of process, and only one of them ever ru
                       never runs student code, handles no signal and is not dumpable, so no process
                       of the job can signal it, limit it, or read or write its memory (/proc/PID/mem,
                       process_vm_writev). When it ends, the kernel ends every other process of the job.
+                      (A rootless sandbox has one uid for both: walls/__init__.py.)
   child (student.py)  forked by pid 1 for each run of the cells: closes the report channel, becomes
                       the student (as_student.py: uid 62464 + slot, no groups, no capabilities, the
                       first the OOM killer takes), then runs the cells and the calls, answering each

@@ -6,8 +6,8 @@ the student's uid, no capabilities), sends its output to /dev/null, takes a CPU 
 Python's, NumPy's and torch's generators from the job (the same numbers at every grading of a
 submission). Then it runs the cells once and calls the cases it is sent, one after another, on views of
 the memory it shares with pid 1, and answers each with one line on its own pipe: a value the function
-returned, or the error it raised, as plain data (an outcome JSON cannot hold is sent as one that
-cannot be sent). What pid 1 reads of it, and how it ends, is harness.py's.
+returned, or the error it raised, as plain data (an outcome that JSON cannot hold is sent as that
+fact). What pid 1 reads of it, and what each way it ends costs, is harness.py's.
 
 Copied into /job next to harness.py and imported by file (``import student``), as as_student.py and
 mha_checks/calling.py are; the fork server has it loaded already.
