@@ -1,7 +1,7 @@
 """One grading run: plan the jobs, hand them to a backend (execute.Threads here, or cluster.Dask), record
 each result as it arrives, then print the summary and write the class's tables.
 
-This is the room that plans and records; the backends execute (arrows point one way: run -> execute,
+This is the module that plans and records; the backends execute (arrows point one way: run -> execute,
 run -> cluster -> execute). A run holds the course's lock (lock.py) from start to end. It stops when
 told (stopping.py): ctrl-C (SIGINT) or SIGTERM while it waits (for results, the database, the probe,
 planning) cancels the jobs not started and ends the running sandboxes; a signal that arrives while a
