@@ -1,12 +1,12 @@
-"""Generate ``mha_checks/admitted.py``: every name the ready-made rule admits, read from the pinned
+"""Generate ``mha_checks/admission/admitted.py``: every name the ready-made rule admits, read from the pinned
 libraries themselves, and every name it leaves out, by family, with the reason.
 
-    .venv/bin/python scripts/admitted_names.py           # rewrite mha_checks/admitted.py
+    .venv/bin/python scripts/admitted_names.py           # rewrite mha_checks/admission/admitted.py
     .venv/bin/python scripts/admitted_names.py --check   # exit 1 if the committed file differs
 
 The output is reviewed like code (``git diff`` shows what a new torch or NumPy adds), and
 ``tests/test_admission_closure.py`` checks that it is what this script makes from the installed
-libraries and walks everything it admits.
+libraries and walks everything it admits (``mha_checks/admission/walk.py``).
 
 How names are chosen. For each admitted module, its public names (no leading ``_``) are taken from
 the module itself; a name is admitted unless it falls in one of the FAMILIES below, each with the
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from mha_checks import calling  # noqa: E402 - the stand-in's own fields
 
-OUTPUT = REPO / "mha_checks" / "admitted.py"
+OUTPUT = REPO / "mha_checks" / "admission" / "admitted.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +77,7 @@ FAMILIES = [
                   "merge_type_from_type_comment unify_type_list classproperty read_vitals set_vital vitals_enabled "
                   "FileCheck AVG SUM PRIVATE_OPS info show_config show_runtime test get_include")),
     Family("modules by name", "returns a module, which the rule never hands to a value",
-           _names("get_device_module")),  # (found by tests/admission_walk.py)
+           _names("get_device_module")),  # (found by mha_checks/admission/walk.py)
     Family("imports by a string", "imports a module and reads its attributes by a dotted name given at run "
            "time (any module, any attribute: a way around the rule); use torch.set_default_dtype",
            _names("set_default_tensor_type"), where=frozenset({"torch"})),
@@ -213,7 +213,7 @@ def _excluded_member(module_name: str, name: str, obj) -> str | None:
                                                              "boolean_dispatch"):
         return "torch's runtime classes"
     if isinstance(obj, type) and any(type(v).__name__ == "cython_function_or_method" for v in vars(obj).values()):
-        return "Cython classes"  # (found by tests/admission_walk.py: Generator.normal(tensor) crashed it)
+        return "Cython classes"  # (found by mha_checks/admission/walk.py: Generator.normal(tensor) crashed it)
     if module_name == "numpy.random" and isinstance(obj, type):
         return "raw memory"  # the bit generators: ctypes and cffi pointers to their state
     if module_name == "numpy.testing" and not name.startswith("assert_"):
@@ -438,11 +438,11 @@ FAMILIES = {{''']
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if mha_checks/admitted.py differs")
+    parser.add_argument("--check", action="store_true", help="exit 1 if mha_checks/admission/admitted.py differs")
     text = generate()
     if parser.parse_args().check:
         same = OUTPUT.exists() and OUTPUT.read_text() == text
-        print("mha_checks/admitted.py is " + ("up to date" if same else "stale: run scripts/admitted_names.py"))
+        print("mha_checks/admission/admitted.py is " + ("up to date" if same else "stale: run scripts/admitted_names.py"))
         return 0 if same else 1
     OUTPUT.write_text(text)
     print(f"wrote {OUTPUT.relative_to(REPO)}")

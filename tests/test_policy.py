@@ -352,7 +352,7 @@ def test_the_visible_check_reads_the_cells_the_kernel_ran_as_the_grader_reads_th
 # --- the allowlist's own edges ---------------------------------------------------------------------
 
 def test_every_admitted_name_exists_and_none_is_attention():
-    from mha_checks import admitted
+    from mha_checks.admission import admitted
     for module, names in admitted.MODULES.items():
         for name in names or ():
             ok, obj = admission._member(module, name)
