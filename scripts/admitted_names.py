@@ -337,7 +337,7 @@ def value_attributes() -> tuple[list[str], dict[str, list[str]]]:
 
 
 def _bases() -> list[type]:
-    """The library classes a notebook class may derive from (mha_checks.admission._base_class)."""
+    """The library classes a notebook class may derive from (mha_checks.admission.classes.base_class)."""
     return [object, nn.Module, nn.Parameter, torch.Tensor, tuple, list, dict, set, BaseException] + _layers() + [
         v for v in vars(builtins).values() if isinstance(v, type) and issubclass(v, BaseException)]
 
