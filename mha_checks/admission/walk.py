@@ -314,6 +314,9 @@ def walk(roots) -> dict:
 
 
 def roots() -> list[tuple[str, object]]:
+    """Where the walk starts: every admitted module member, then :func:`samples` (values of every kind the
+    rule admits attributes on, and the student's own objects as the rule knows them, ``OWN_TYPES``, whose
+    names are walked as :func:`_names` says). Objects a notebook defines join the walk here."""
     out = []
     for module, names in admitted.MODULES.items():
         mod = __import__(module, fromlist=["_"])
