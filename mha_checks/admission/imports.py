@@ -86,4 +86,4 @@ def not_listed(text: str, module: str, why: str | None) -> str:
     names = MODULES.get(module)
     sample = "every public name" if names is None else ", ".join(sorted(names)[:8]) + ", ..."
     return (f"`{text}` is not a name the exercises admit in {module} (it admits the maths: {sample}; the "
-            f"full list is in mha_checks/admitted.py); {YOURSELF}.")
+            f"full list is in mha_checks/admission/admitted.py); {YOURSELF}.")
