@@ -128,6 +128,8 @@ def _plain(text: str) -> str:
 def _axis(ax, which: str) -> tuple[str, str]:
     """(label, tick range) of one axis, e.g. ("query", "the to mat")."""
     axis = ax.xaxis if which == "x" else ax.yaxis
+    if not ax.axison:                                            # a drawing (axis("off")): no axes to read
+        return "", ""
     if ax.images or isinstance(axis.get_converter(), StrCategoryConverter):   # rows/columns, categories
         ticks = [_plain(t.get_text()) for t in axis.get_ticklabels() if t.get_text()]
         span = f"{ticks[0]} to {ticks[-1]}" if len(ticks) > 1 else ""

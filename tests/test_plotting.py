@@ -110,6 +110,12 @@ def test_describe_quotes_the_range_of_the_data_not_the_padded_axes():
     ax.set(xlabel="prefix length T", ylabel="ratio")
     assert "across: prefix length T 64 to 512 (log scale), down: ratio 65 to 513 (log scale)" in plotting.describe(fig)
     plt.close(fig)
+    fig, ax = plt.subplots()                                   # a drawing: its axes are switched off
+    ax.add_patch(plt.Rectangle((0.2, 0.2), 0.5, 0.5))
+    ax.set(xlim=(0, 3), ylim=(-0.5, 7.6))
+    ax.axis("off")
+    assert plotting.describe(fig) == "a chart.", plotting.describe(fig)
+    plt.close(fig)
 
 
 def test_show_puts_the_text_alternative_in_the_svg(weights, monkeypatch):
