@@ -68,7 +68,8 @@ def is_worked_example(case) -> bool:
 def lengths(case) -> list[int]:
     """The lengths of one call: T (or T_q and T_k) that a cached result would depend on (1 may recur)."""
     s = SPECS[case.function].sizes(case)
-    return sorted({s[k] for k in ("T", "T_q", "T_k", "d", "T_new", "T_cached", "T_p") if k in s} - {0, 1})
+    keys = ("T", "T_q", "T_k", "T_new", "T_cached", "T_p") + (("d",) if case.function == "fuse_heads" else ())
+    return sorted({s[k] for k in keys if k in s} - {0, 1})
 
 
 def _bias(case, index: int, name: str = "b") -> str:

@@ -81,10 +81,10 @@ def _ready_made() -> dict[int, str]:
     out[id(torch.ops)] = "torch.ops"
     # exercises 6 and 7's ready-made answers: the course's decoder (mha_lib.decoder: grouped-query causal attention,
     # its mask, its cache, its layers) and torch.nn.attention (a bottom-right causal mask, flex attention)
-    import mha_lib.decoder
-    import torch.nn.attention
-    import torch.nn.attention.bias
-    for module in (mha_lib.decoder, torch.nn.attention, torch.nn.attention.bias):
+    from mha_lib import decoder as course_decoder
+    from torch.nn import attention as nn_attention
+    from torch.nn.attention import bias as attention_bias
+    for module in (course_decoder, nn_attention, attention_bias):
         for name, obj in vars(module).items():
             if not name.startswith("_") and getattr(obj, "__module__", None) == module.__name__:
                 out[id(obj)] = f"{module.__name__}.{name}"

@@ -168,7 +168,8 @@ def _generate_inputs(case):
 def _generate_sizes(case):
     prompt, dec, steps = case.args
     b, t_p, d = _shape(prompt)
-    return {"B": b, "T_p": t_p, "steps": int(steps), "layers": len(dec.layers), "d_model": d, "h": int(dec.num_heads)}
+    h = int(dec.num_heads)
+    return {"B": b, "T_p": t_p, "steps": int(steps), "layers": len(dec.layers), "d_model": d, "h": h, "d_k": d // h}
 
 
 def _describe_generate(case):
