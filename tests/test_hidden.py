@@ -11,7 +11,7 @@ from mha_checks.cases import AttnWeights, DecoderWeights, MhaWeights, causal_of
 from mha_checks.diagnosis import SPECS
 from mha_grader.trusted import secret
 
-SECRETS = int(__import__("os").environ.get("DX_SECRETS", 1000))
+SECRETS = 1000
 EX5 = {g for g, nb in hidden.GRADE_CELLS.items() if nb == "05_assembly"}
 VIEWS = {"test_project_values", "test_project_bias", "test_fuse_heads", "test_split_heads_shape",
          "test_split_heads_values", "test_merge_heads_shape", "test_merge_heads_values",
