@@ -40,7 +40,8 @@ MAX_TIMESTAMP = 100  # bytes: nbgrader writes ~30 ("2026-11-28 13:00:00.123456 U
 MAX_SECRET = 1024    # bytes: nbgrader writes 128 hex digits
 SECRET_TEXT = re.compile(rb"[!-~]{1,%d}\n?" % MAX_SECRET)  # printable ASCII, no space (read back by release_feedback)
 TIMESTAMP_TEXT = re.compile(r"[0-9A-Za-z:.,+\-_/ ]+")  # the characters a timestamp may hold at all
-ZONE = re.compile(r"[+-]?[0-9]{1,4}|[A-Za-z][A-Za-z0-9_+\-]{0,40}(?:/[A-Za-z0-9_+\-]{1,40}){0,3}")  # parse_utc's third word
+ZONE = re.compile(r"[+-]?[0-9]{1,4}|[+-]?[0-9]{1,2}:[0-9]{2}"  # parse_utc's third word, which goes to gettz: an
+                  r"|[A-Za-z][A-Za-z0-9_+\-:]{0,40}(?:/[A-Za-z0-9_+\-]{1,40}){0,3}")  # offset or a name, never a path
 
 
 @dataclass(frozen=True)
@@ -104,19 +105,17 @@ def secret_of(folder: Path) -> bytes | None:
     return raw if isinstance(raw, bytes) and SECRET_TEXT.fullmatch(raw) else None
 
 
-def publish(submitted: Path, stamp: Timestamp, targets: list[Path]) -> str:
-    """Write the submission's collect files into each of ``targets`` (its feedback and autograded folders),
-    where the submission came with any (a submission copied in by hand has none, and gets none, as after
-    generate_feedback); only what differs is written. Returns a note, or ""."""
-    if stamp.raw is None and not os.path.lexists(submitted / SECRET):
+def publish(submitted: Path, timestamp: Timestamp, targets: list[Path]) -> str:
+    """Write the submission's collect files into each of ``targets`` that exists (its feedback folder, then its
+    autograded one), where the submission came with any (a submission copied in by hand has none, and gets
+    none, as after generate_feedback); only what differs is written. Returns a note, or ""."""
+    targets = [folder for folder in targets if folder.is_dir()]
+    if not targets or (timestamp.raw is None and not os.path.lexists(submitted / SECRET)):
         return ""
     secret = secret_of(submitted)
     for folder in targets:
-        if not folder.is_dir():
-            continue
-        mine = secret or _kept_random(folder)
-        _replace(folder / TIMESTAMP, stamp.raw or b"")
-        _replace(folder / SECRET, mine)
+        _replace(folder / TIMESTAMP, timestamp.raw or b"")
+        _replace(folder / SECRET, secret or _kept_random(targets[0]))
     if secret or not os.path.lexists(submitted / SECRET):  # (an LMS download comes with no secret: nothing to say)
         return ""
     return (f"{submitted.parent.name}: its {SECRET} is not usable (not a small text file): its pages are released "

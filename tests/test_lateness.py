@@ -51,7 +51,8 @@ def released(tmp_path_factory) -> Path:
 
 HONEST = ["2026-11-28 13:00:00.123456 UTC",         # what `nbgrader submit` writes (Exchange.timezone UTC)
           "2026-11-28 13:00:00.123456 America/Los_Angeles",  # ... with a zone name
-          "2026-11-28 14:00:00.5 CET", "2026-11-28 14:00:00 -0800",
+          "2026-11-28 14:00:00.5 CET", "2026-11-28 14:00:00 -0800", "2026-11-28 14:00:00 +01:00",
+          "2026-11-28 14:00:00 UTC+01:00", "2026-11-28 14:00:00 Etc/GMT-1", "2026-11-28 05:00:00 PST",
           "2026-11-28 13:00:00",                    # what `nbgrader zip_collect` writes (isoformat(' '), UTC)
           "2026-11-28T13:00:00+01:00", "  2026-11-28 13:00:00 UTC\n"]
 
