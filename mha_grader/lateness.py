@@ -90,7 +90,10 @@ class Lateness:
 
     def apply(self, db, students: list[str] | None = None) -> ClassStanding:
         """Record the times read and each notebook's penalty for ``students`` (None: every submission of the
-        assignment), in ``db``'s transaction (the caller commits)."""
+        assignment), in ``db``'s transaction (the caller commits). For a batch of students (GradebookWriter) only
+        late submissions are penalised anew: new grades change their penalties, and a time read can only make a
+        submission later; a penalty left on a submission now on time (a due date, an extension or the policy
+        changed) is cleared by the pass over the whole class, at the end of every run."""
         query = (select(SubmittedAssignment.id, SubmittedAssignment.student_id, SubmittedAssignment.timestamp,
                         SubmittedAssignment.extension, Assignment.duedate)
                  .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
@@ -116,7 +119,7 @@ class Lateness:
 
     def _penalise(self, db, late: dict, standing: ClassStanding, students: list[str] | None) -> None:
         """Each notebook's penalty: the plugin's for a late submission, None for one on time (only rows that change
-        are written; on time, only the notebooks that carry a penalty are read)."""
+        are written; on time, only the notebooks that carry a penalty are read, and only for the whole class)."""
         rows = (select(SubmittedNotebook.id, SubmittedNotebook.assignment_id, SubmittedNotebook.late_submission_penalty,
                        SubmittedNotebook.score, Notebook.name, SubmittedAssignment.student_id)
                 .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
@@ -126,10 +129,9 @@ class Lateness:
         if students is not None:
             rows = rows.where(SubmittedAssignment.student_id.in_(students))
         changes = []
-        on_time = rows.where(SubmittedNotebook.late_submission_penalty.is_not(None))
-        for nb, sub, stored, _, _, _ in db.execute(on_time):
-            if sub not in late:
-                changes.append({"nb": nb, "penalty": None})
+        if students is None:  # (see apply)
+            on_time = rows.where(SubmittedNotebook.late_submission_penalty.is_not(None))
+            changes += [{"nb": nb, "penalty": None} for nb, sub, *_ in db.execute(on_time) if sub not in late]
         if late:
             for nb, sub, stored, score, name, student in db.execute(rows.where(SubmittedNotebook.assignment_id.in_(list(late)))):
                 penalty = self._penalty(student, name, score, late[sub][1])
