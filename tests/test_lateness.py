@@ -23,6 +23,8 @@ from mha_grader.course import Course
 from mha_grader.export import CsvExportWithLmsId
 from submissions import kit
 
+pytestmark = pytest.mark.filterwarnings(  # nbgrader's own add_submission, under SQLAlchemy 2.1 (as in autograde)
+    "ignore:Object of type <Submitted.*not in session:sqlalchemy.exc.SAWarning")
 DUE = datetime.datetime(2026, 1, 10, 12, 0, 0)
 OWN_PLUGIN = '''from nbgrader.plugins import BasePlugin
 
