@@ -6,9 +6,9 @@ The distribution of the students' total scores and each test's pass rate as figu
 drawn here as text and SVG bars: no script, no request), each figure with a text alternative and the
 same numbers in a table with real headers; the named mistakes with how many students made each, most
 first, and apart from them the functions students left unwritten. Counts only, but for one table: the
-late submissions (who, handed in when, late by how much, the penalty), shown when the assignment has a
-due date. It reads on a phone (the figures' names stand above their bars, long cells wrap: nothing is
-clipped and nothing scrolls sideways), in dark mode and in forced colours, with text contrast of at
+late submissions (who, late by how much, the penalty), shown when the assignment has a due date. It
+reads on a phone (the figures' names stand above their bars, long cells wrap: nothing is clipped and
+nothing scrolls sideways), in dark mode and in forced colours, with text contrast of at
 least 4.5:1, under the same Content Security Policy as the feedback pages (no script of any kind).
 """
 import html
@@ -101,7 +101,7 @@ def _breakable(name) -> str:
 def page(assignment: str, totals: list[float], possible: float, tests: list[dict], mistakes: list[dict],
          late: tuple = (None, [])) -> str:
     """``mistakes``: report.mistake_table's rows (a row of kind "left unwritten" is listed apart); ``late``: (the
-    due date or None, the late submissions as rows of student, timestamp, seconds_late, penalty, score)."""
+    due date or None, the late submissions as rows of student, seconds_late, penalty)."""
     counts = histogram(totals, possible, 5)
     bins = [f"{low:g} to {high:g}" for low, high in bin_edges(possible, 5)]
     rates = [(f"{t['notebook'].split('_', 1)[0]}/{t['test'].removeprefix('test_')}",
@@ -159,13 +159,14 @@ def _late_section(duedate, late: list[dict]) -> list[str]:
     due = f"Due {for_html(duedate)} UTC" if duedate is not None else "No due date"
     if not late:
         return ["<h2>Late submissions</h2>", f"<p>{due} (with each student's extension): no submission was late.</p>"]
-    rows = [[r["student"], str(r["timestamp"]), late_by(r["seconds_late"]), f"{r['penalty']:g}", f"{r['score']:g}"]
+    rows = [[r["student"], late_by(r["seconds_late"]), f"{r['penalty']:g}"]
             for r in sorted(late, key=lambda r: -r["seconds_late"])]
     return ["<h2>Late submissions</h2>",
-            f"<p>{due} (with each student's extension): {len(late)} submission(s) late. The penalty is the course's "
-            "late-submission plugin's (nbgrader_config.py), per notebook, in points.</p>",
-            _table("Late submissions, latest first", ["student", "handed in (UTC)", "late by", "penalty",
-                                                      "score after it"], rows, frozenset({3, 4}))]
+            f"<p>{due} (with each student's extension): {len(late)} submission(s) late. The penalty, in points, is "
+            "the course's late-submission plugin's (nbgrader_config.py), over the notebooks; grades_by_student.csv "
+            "has each time handed in and the score after the penalty.</p>",
+            _table("Late submissions, latest first", ["student", "late by", "penalty"], rows, frozenset({2}),
+                   names=frozenset())]
 
 
 def write(path: Path, assignment: str, totals: list[float], possible: float, tests: list[dict],

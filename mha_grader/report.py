@@ -244,8 +244,8 @@ def summary(course, results: list, failed: list, notes: list[str], out=None, sta
     _write(course.root / "tests.csv", ["notebook", "test", "points", "passed", "failed"], test_rows)
     _write(course.root / "notes.csv", ["note"], [{"note": n} for n in notes])  # what the terminal only counts
     possible = sum(g.points for _, g in tests)
-    late = [{"student": r["student"], "timestamp": r["timestamp"], "seconds_late": r["seconds_late"],
-             "penalty": r["late_penalty"], "score": r["score"]} for r in rows if r["seconds_late"]]
+    late = [{"student": r["student"], "seconds_late": r["seconds_late"], "penalty": r["late_penalty"]}
+            for r in rows if r["seconds_late"]]
     report_path = class_report.write(course.root / "class_report.html", course.assignment,
                                      [r["total"] for r in rows], possible, test_rows, mistake_rows,
                                      (duedate, late))

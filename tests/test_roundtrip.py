@@ -10,6 +10,8 @@ with their lms_user_id. The same collected submissions of two students are grade
 autograde` too: the times, the lateness, the penalties and the exported columns must be the same.
 
 One story, run once (the module's fixture, about 2-3 minutes on 2 busy cores); each test checks one part of it.
+No real user's home is touched: the students' are under the hub's folder, and the instructor's commands get a
+HOME there too.
 """
 import csv
 import datetime
@@ -127,7 +129,10 @@ def story(tmp_path_factory):
     from nbgrader.utils import parse_utc
     base = tmp_path_factory.mktemp("roundtrip")
     seen = SimpleNamespace()
-    with Hub(list(EXCHANGE_STUDENTS), "mha") as hub:
+    with Hub(list(EXCHANGE_STUDENTS), "mha") as hub, pytest.MonkeyPatch.context() as patch:
+        instructor = hub.root / "instructor"  # the instructor's commands, this one's included, keep out of root's home
+        instructor.mkdir(mode=0o700)
+        patch.setenv("HOME", str(instructor))
         seen.users = hub.users
         config = f"c.CourseDirectory.course_id = 'mha'\nc.Exchange.root = {str(hub.exchange)!r}\n"
         course = kit.make_course(base / "course", config)
