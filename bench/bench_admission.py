@@ -24,7 +24,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import numpy as np  # noqa: E402
 
 from mha_checks import admission, hidden  # noqa: E402
-from mha_grader import notebooks  # noqa: E402
+from mha_grader.trusted import notebooks  # noqa: E402
 from submissions import corpora, judged  # noqa: E402
 
 FOLDER = ROOT / "exercises" / "mha"

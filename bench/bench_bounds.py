@@ -33,8 +33,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from mha_checks import calling  # noqa: E402
-from mha_grader import feedback, frames, jobs, judging, notebooks, sandbox  # noqa: E402
-from mha_grader.course import Course  # noqa: E402
+from mha_grader.trusted import feedback, frames, jobs, judging, notebooks  # noqa: E402
+from mha_grader.walls import sandbox  # noqa: E402
+from mha_grader.trusted.course import Course  # noqa: E402
 from submissions import kit  # noqa: E402
 
 KEY = b"0123456789abcdef" * 4

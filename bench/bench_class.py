@@ -130,9 +130,9 @@ def recording_cost(graded: Path, scratch: Path) -> float:
     """Seconds the coordinating process spends recording one result, with nothing else running: every
     result of ``graded`` recorded again in a copy (the serial part of a run, whatever the workers)."""
     sys.path.insert(0, str(ROOT))
-    from mha_grader import course as course_mod, feedback, notebooks
-    from mha_grader.gradebook import GradebookWriter
-    from mha_grader.recording import Recorder
+    from mha_grader.trusted import course as course_mod, feedback, notebooks
+    from mha_grader.trusted.gradebook import GradebookWriter
+    from mha_grader.trusted.recording import Recorder
 
     shutil.copytree(graded, scratch)
     course = course_mod.Course(scratch)

@@ -23,7 +23,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from submissions import kit  # noqa: E402
 
 from mha_checks import hidden  # noqa: E402
-from mha_grader import frames, judging, notebooks, sandbox, secret  # noqa: E402
+from mha_grader.trusted import frames, judging, notebooks, secret  # noqa: E402
+from mha_grader.walls import sandbox  # noqa: E402
 
 KEY = b"0123456789abcdef" * 4
 

@@ -40,7 +40,8 @@ from submissions import kit  # noqa: E402
 
 from mha_checks import admission, calling, judge  # noqa: E402
 from mha_checks.hidden import hidden_cases  # noqa: E402
-from mha_grader import judging, notebooks, sandbox, secret  # noqa: E402
+from mha_grader.trusted import judging, notebooks, secret  # noqa: E402
+from mha_grader.walls import sandbox  # noqa: E402
 
 KEY = b"0123456789abcdef" * 4
 STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\|(.*)$")

@@ -39,7 +39,7 @@ def scheduler_here(log: Path) -> tuple[subprocess.Popen, str]:
     env = {**kit.env(), "PYTHONPATH": str(ROOT)}
     with open(log, "w") as out:
         proc = subprocess.Popen([str(kit.BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                 "--no-dashboard", "--preload", "mha_grader.cluster"], cwd=ROOT, env=env, stdout=out,
+                                 "--no-dashboard", "--preload", "mha_grader.trusted.cluster"], cwd=ROOT, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     services._wait("the Dask scheduler", lambda: services._listening(port), proc, log)
     return proc, f"tcp://127.0.0.1:{port}"
@@ -52,7 +52,7 @@ def worker_machine(clone: Path, scheduler: str, workers: int, log: Path) -> subp
     with open(log, "w") as out:
         return subprocess.Popen([str(kit.BIN / "dask"), "worker", scheduler, "--host", "127.0.0.1",
                                  "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard",
-                                 "--preload", "mha_grader.cluster"], cwd=clone, env=env, stdout=out,
+                                 "--preload", "mha_grader.trusted.cluster"], cwd=clone, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -16,7 +16,7 @@ from bench_draws import draws_from  # noqa: E402
 from test_hidden import kinds  # noqa: E402
 
 from mha_checks import hidden  # noqa: E402
-from mha_grader import secret  # noqa: E402
+from mha_grader.trusted import secret  # noqa: E402
 
 
 def counts(draws, n: int) -> dict:

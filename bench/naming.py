@@ -38,7 +38,7 @@ def phrases(m) -> tuple:
     return (m.says, *getattr(m, "also", ()))
 
 
-# the judge's words for a named cause (common.named): a label read as an observation names one where they are said
+# the judge's words for a named cause (search.named): a label read as an observation names one where they are said
 KNOWN = ("This is a known mistake", "Two mistakes at once", "known mistakes equally")
 
 

@@ -1,5 +1,5 @@
 """The hidden cases of every grade cell, drawn from a generator the grader seeds per submission
-(the course's secret, the student and the notebook's bytes: see :func:`mha_grader.secret.rng`).
+(the course's secret, the student and the notebook's bytes: see :func:`mha_grader.trusted.secret.rng`).
 
 Two kinds of call, in this order, in every cell and under every secret:
 

@@ -5,7 +5,7 @@ It never raises. It never runs student code. The first failing call decides the 
 is the whole feedback for the test, in plain words: what differs (the shape axis by axis, the first
 differing element, the error raised) and, when one is found, the mistake behind it and the fix. A
 mistake is named only when a catalogued switch (or pair) reproduces the student's answer on every call
-of the test that ran (:func:`mha_checks.diagnosis.common.search`); otherwise the message says what was
+of the test that ran (:func:`mha_checks.diagnosis.search.search`); otherwise the message says what was
 observed and no more. Tolerance: :mod:`mha_checks.arrays` (one policy for every exercise).
 
 Accepted as right, whatever the style: any float dtype within the tolerance, NumPy arrays or

@@ -3,7 +3,7 @@
 Each function here computes what the exercise's function returns with the given mistakes switched
 on (an empty set: the right answer), raising where the mistake raises. The judge names a mistake
 (alone or with one other) only where it reproduces the student's answer on every call of a test
-(:func:`mha_checks.diagnosis.common.search`). Exercise 5's switches live in :mod:`mha_checks.attention`.
+(:func:`mha_checks.diagnosis.search.search`). Exercise 5's switches live in :mod:`mha_checks.attention`.
 """
 import math
 from dataclasses import dataclass

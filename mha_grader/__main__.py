@@ -1,6 +1,6 @@
 import signal
 
-from .cli import main
+from .trusted.cli import main
 
 code = main()
 for stop in (signal.SIGINT, signal.SIGTERM):  # the run is over: the exit handlers (fork servers) finish quietly

@@ -1,4 +1,4 @@
-"""Measure the system calls a grading job makes: the evidence behind mha_grader/kernel.py's allowlist.
+"""Measure the system calls a grading job makes: the evidence behind mha_grader/walls/kernel.py's allowlist.
 
     .venv/bin/python scripts/measure_syscalls.py [--quick]        (as root, with strace installed)
 
@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from mha_checks import admission  # noqa: E402
-from mha_grader import cli, kernel, run, sandbox  # noqa: E402
+from mha_grader.trusted import cli, run  # noqa: E402
+from mha_grader.walls import kernel, probing, sandbox  # noqa: E402
 from submissions import kit  # noqa: E402
 from submissions.everyday import ENDINGS, EVERYDAY, EVERYDAY_TORCH  # noqa: E402
 
@@ -214,7 +215,7 @@ def main() -> None:
     measured = collections.Counter()
     measured.update(measure("everyday library uses", everyday_jobs)[0])
     measure("the probe (two jobs), beyond its sweep of every call number once each",
-            lambda: print(sandbox.probe([str(REPO / "solutions")], list(sandbox.python_prefixes())), file=sys.stderr),
+            lambda: print(probing.probe([str(REPO / "solutions")], list(sandbox.python_prefixes())), file=sys.stderr),
             least=3)
     for which in ("honest",) if args.quick else ("honest", "hostile"):
         course = kit.make_course(work / which / "course")

@@ -13,7 +13,7 @@ folder, it listens on 127.0.0.1 only (a free port), password authentication, one
 postgresql+psycopg://grader:PASSWORD@127.0.0.1:PORT/gradebook.
 
 Dask: `dask scheduler --host 127.0.0.1` and N `dask worker` processes (1 thread each) on loopback,
-started from the repository root with it on PYTHONPATH, each with `--preload mha_grader.cluster` (the
+started from the repository root with it on PYTHONPATH, each with `--preload mha_grader.trusted.cluster` (the
 scheduler unpickles the grading tasks, the workers run them: both import the grader as they start). Run this file with
 the venv's Python (the `dask` command is taken from the same folder).
 
@@ -146,13 +146,14 @@ def _dask(folder: Path, state: dict, workers: int) -> str:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     log = folder / "dask-scheduler.log"
     scheduler = _spawn(state, "dask-scheduler", [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1",
-                                                  "--port", str(port), "--no-dashboard", "--preload", "mha_grader.cluster"],
+                                                  "--port", str(port), "--no-dashboard",
+                                                  "--preload", "mha_grader.trusted.cluster"],
                        log, cwd=REPO, env=env)
     _wait("the Dask scheduler", lambda: _listening(port), scheduler, log)
     for n in range(workers):
         _spawn(state, f"dask-worker-{n}", [str(BIN / "dask"), "worker", address, "--host", "127.0.0.1",
                                            "--nthreads", "1", "--no-dashboard", "--name", f"worker-{n}",
-                                           "--preload", "mha_grader.cluster"],
+                                           "--preload", "mha_grader.trusted.cluster"],
                folder / f"dask-worker-{n}.log", cwd=REPO, env=env)
     from distributed import Client
     with Client(address, timeout="30s") as client:

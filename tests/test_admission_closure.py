@@ -1,6 +1,6 @@
 """The ready-made rule's world is closed, and the proof runs here against the pinned torch and NumPy:
 the admitted names are what scripts/admitted_names.py makes of the installed libraries, and walking the
-live object graph from everything they admit (tests/admission_walk.py) reaches nothing forbidden. The
+live object graph from everything they admit (mha_checks/admission/walk.py) reaches nothing forbidden. The
 walk takes about 30 s of CPU (~8,300 objects, ~79,000 calls on torch 2.13.0 / NumPy 2.4.6)."""
 import json
 import subprocess
@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mha_checks import admitted
+from mha_checks.admission import admitted
 
 REPO = Path(__file__).resolve().parents[1]
-WALK = REPO / "tests" / "admission_walk.py"
+WALK = "mha_checks.admission.walk"  # (run as a module: python -m mha_checks.admission.walk)
 
 
 def test_the_lists_are_generated_from_the_installed_libraries():
@@ -25,7 +25,7 @@ def test_the_lists_are_generated_from_the_installed_libraries():
 
 def _walk(tmp_path, *args) -> dict:
     trace = tmp_path / "trace.txt"
-    run = subprocess.run([sys.executable, str(WALK), "--trace", str(trace), *args], capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-m", WALK, "--trace", str(trace), *args], capture_output=True, text=True,
                          cwd=REPO, timeout=900)
     if run.returncode < 0:  # a call crashed the process: that call is not memory-safe
         last = trace.read_text().splitlines()[-1:]

@@ -1,6 +1,6 @@
 """Every sentence that names a cause, the switch behind it, and no such sentence without it (issue 27).
 
-A sentence names a cause only through :func:`mha_checks.diagnosis.common.search`: a catalogued switch
+A sentence names a cause only through :func:`mha_checks.diagnosis.search.search`: a catalogued switch
 (or a pair) whose reference reproduces the answer on every call of the test. Here:
 
 * every switch of every function's catalogue (and an instance of each fitted one: an arrangement, a
@@ -18,7 +18,7 @@ import pytest
 
 from mha_checks import arrange, attention, calling, hidden, variants
 from mha_checks.diagnosis import SPECS
-from mha_checks.diagnosis.common import Call, reproduces
+from mha_checks.diagnosis.search import Call, reproduces
 from mha_checks.judge import judge_test
 
 RNG_SEED = 27

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import pytest
 from distributed import LocalCluster
 
-from mha_grader import cluster, execute, sandbox
+from mha_grader.trusted import cluster, execute
+from mha_grader.walls import sandbox
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +111,7 @@ def test_a_stop_reaches_a_running_student_task_and_no_other_run(monkeypatch):
 
 def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(monkeypatch):
     """The local threads: an InfraError is tried three times; any other error of the grader once, in words."""
-    from mha_grader import feedback, judging
+    from mha_grader.trusted import feedback, judging
     calls = Counter()
 
     def fake(release, nb, reason, cases, limits, unsafe):

@@ -12,7 +12,7 @@ import pytest
 
 from mha_checks import admission, calling, hidden
 from mha_checks.judge import judge
-from mha_grader import notebooks
+from mha_grader.trusted import notebooks
 from submissions import corpora, judged, kit
 
 FOLDER = judged.REPO / "exercises" / "mha"

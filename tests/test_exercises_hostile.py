@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from mha_grader import sandbox
+from mha_grader.walls import sandbox
 from submissions import kit
 from submissions.hostile import FULL, HOSTILE
 

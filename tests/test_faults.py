@@ -94,7 +94,7 @@ def wait_for(condition, what: str, timeout: float = 240) -> None:
 def sandboxes() -> set[int]:
     """Running processes of a sandbox user (uid sandbox.UID_BASE + n) descended from this test process (a
     run's orphans are re-parented here: see ``subreaper``), not another grader's on the same machine."""
-    from mha_grader.sandbox import SLOTS, UID_BASE
+    from mha_grader.walls.sandbox import SLOTS, UID_BASE
     table = {}
     for entry in Path("/proc").iterdir():
         try:
@@ -224,7 +224,7 @@ def test_one_run_at_a_time_sigterm_and_a_stale_lock(course):
 
 def test_deleted_edited_and_extra_test_cells_are_flagged(released):
     """What the README promises: graded from the release's cells, with a note (the class table's `flagged`)."""
-    from mha_grader import notebooks
+    from mha_grader.trusted import notebooks
     from submissions.hostile import HOSTILE
     releases = notebooks.load_release(released / "exercises" / kit.ASSIGNMENT)
     says = {"h01_edited_locked_cells": "Read-only cells edited", "h02_deleted_test_cells": "Test cells deleted",
@@ -363,12 +363,12 @@ def other_version_worker(scheduler: str, folder: Path) -> subprocess.Popen:
     other = folder / "other-clone"
     for package in ("mha_checks", "mha_grader"):
         shutil.copytree(kit.REPO / package, other / package, ignore=shutil.ignore_patterns("__pycache__"))
-    judging = other / "mha_grader" / "judging.py"
+    judging = other / "mha_grader" / "trusted" / "judging.py"
     judging.write_text(judging.read_text().replace("Not graded: the file", "Not graded (other version): the file"))
     with open(folder / "other-worker.log", "w") as log:
         return subprocess.Popen([str(kit.BIN / "dask"), "worker", scheduler, "--host", "127.0.0.1",
                                  "--nthreads", "1", "--no-dashboard", "--name", "other-version",
-                                 "--preload", "mha_grader.cluster"], cwd=other, stdout=log, stderr=log,
+                                 "--preload", "mha_grader.trusted.cluster"], cwd=other, stdout=log, stderr=log,
                                 env={**kit.env(), "PYTHONPATH": str(other)}, start_new_session=True)
 
 
@@ -391,7 +391,7 @@ def test_a_worker_at_another_version_takes_no_job(course, dask_services, tmp_pat
         worker.wait(timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
     refusals = [note for note in run_notes(course) if "takes no job: its grader is not this one" in note]
-    assert len(refusals) == 1 and "mha_grader/judging.py differs" in refusals[0], run.stdout[-3000:]
+    assert len(refusals) == 1 and "mha_grader/trusted/judging.py differs" in refusals[0], run.stdout[-3000:]
     assert f"This run graded {len(FAST) * len(kit.NOTEBOOKS)} notebook(s)" in run.stdout
     results = [p.read_text() for p in (course / "autograded").glob("*/mha/*.result.json")]
     assert len(results) == len(FAST) * len(kit.NOTEBOOKS)
@@ -415,7 +415,7 @@ def test_a_worker_killed_mid_run_costs_nothing(course, dask_services):
 @pytest.mark.parametrize("unsafe", [False, True], ids=["sandboxed", "unsafe-no-sandbox"])
 def test_end_all_ends_a_running_job_at_once_and_refuses_new_ones(unsafe):
     """What a stopping run calls: the job (and what it started) ends now, not at its time limit."""
-    from mha_grader import sandbox
+    from mha_grader.walls import sandbox
     job = {"torch": False, "cells": [{"label": "spin", "source": "while True:\n    pass\n"}],
            "tests": [{"id": "t", "cases": []}]}
     done = {}
@@ -552,7 +552,7 @@ def test_deleting_the_lock_note_does_not_free_the_course(course, tmp_path):
 
 
 def test_the_resume_hint_is_the_command_typed_without_passwords(monkeypatch):
-    from mha_grader import resume
+    from mha_grader.trusted import resume
     url = "postgresql+psycopg://grader:hunter2@127.0.0.1:5432/gradebook"
     typed = ["/venv/bin/python", "-m", "mha_grader", "--course", "/courses/mha", "grade", "--db-url", url, "--force"]
     monkeypatch.setattr(sys, "orig_argv", typed)
@@ -684,7 +684,7 @@ def test_the_only_worker_at_this_version_dying_ends_the_run_in_one_sentence(cour
         os.killpg(victim["pid"], signal.SIGKILL)
         out, err = ends_in_one_sentence(run, time.monotonic(), 6, "Grading stopped: no Dask worker that runs this "
                                         "grader version has been connected for")
-        assert "1 connected worker(s) run another version" in err and "mha_grader/judging.py differs" in err, err
+        assert "1 connected worker(s) run another version" in err and "mha_grader/trusted/judging.py differs" in err, err
         assert "start workers from a checkout of this commit" in err
     finally:
         os.killpg(other.pid, signal.SIGTERM)

@@ -55,10 +55,11 @@ def test_secret_command_creates_a_private_file_once(tmp_path):
 
 
 def test_refuses_to_grade_where_isolation_fails(course, monkeypatch, capsys):
-    from mha_grader import cli, sandbox
+    from mha_grader.trusted import cli
+    from mha_grader.walls import probing
     monkeypatch.setenv("MHA_GRADER_SECRET", str(course.parent / "course.secret"))
     (course.parent / "course.secret").write_text("f" * 64)
-    monkeypatch.setattr(sandbox, "probe", lambda *a, **k: ["cannot read /course/solutions: failed (it worked)"])
+    monkeypatch.setattr(probing, "probe", lambda *a, **k: ["cannot read /course/solutions: failed (it worked)"])
     assert cli.main(["--course", str(course), "grade"]) == 3
     err = capsys.readouterr().err
     assert "Refusing to grade" in err and "cannot read /course/solutions" in err and "--unsafe-no-sandbox" in err
@@ -125,7 +126,7 @@ MALFORMED = {
 @pytest.mark.parametrize("how", MALFORMED)
 def test_a_malformed_notebook_gets_a_grade_and_a_reason_never_an_exception(how, course):
     from mha_checks.hidden import hidden_cases
-    from mha_grader import judging, notebooks, secret
+    from mha_grader.trusted import judging, notebooks, secret
     release = notebooks.load_release(course / "exercises" / "mha")["01_project"]
     nb = kit.filled(course, "01_project")
     MALFORMED[how](nb)
@@ -141,7 +142,8 @@ def test_a_malformed_notebook_gets_a_grade_and_a_reason_never_an_exception(how, 
 
 def test_results_too_large_to_read_are_named_as_such(course, monkeypatch):
     from mha_checks.hidden import hidden_cases
-    from mha_grader import judging, notebooks, sandbox, secret
+    from mha_grader.trusted import judging, notebooks, secret
+    from mha_grader.walls import sandbox
     release = notebooks.load_release(course / "exercises" / "mha")["01_project"]
     cases = {g.id: hidden_cases(g.id, secret.rng(b"k" * 40, "mha", release.name, g.id)) for g in release.grade_cells}
     monkeypatch.setattr(sandbox, "MAX_REPORT", 2000)  # the right answer's first results fill it

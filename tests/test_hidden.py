@@ -9,7 +9,7 @@ import torch
 from mha_checks import calling, hidden, visible
 from mha_checks.cases import MhaWeights, causal_of
 from mha_checks.diagnosis import SPECS
-from mha_grader import secret
+from mha_grader.trusted import secret
 
 SECRETS = 1000
 EX5 = {g for g, nb in hidden.GRADE_CELLS.items() if nb == "05_assembly"}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mha_grader import class_report, feedback, notebooks, report
+from mha_grader.trusted import class_report, feedback, notebooks, report
 from submissions import kit
 from test_site import AXE, AXE_TAGS, chromium_path, launch_chromium
 

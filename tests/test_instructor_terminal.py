@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from mha_grader import judging, notebooks, report, resume
+from mha_grader.trusted import judging, notebooks, report, resume
 from submissions import kit
 from submissions.mutants import MUTANTS
 
@@ -111,7 +111,7 @@ def test_the_resume_hint_outside_make_names_an_interpreter_that_exists(monkeypat
 
 PROGRESS = """
 import time
-from mha_grader import report
+from mha_grader.trusted import report
 start = time.monotonic()
 bar = report.Progress(10, "2 worker(s)", running=lambda: [("z_slow_0/02_split_heads", start),
                                                           ("z_slow_1/02_split_heads", start + 0.5)])

@@ -5,9 +5,9 @@ import json
 import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
-from mha_grader import course as course_mod, feedback
-from mha_grader.gradebook import GradebookWriter
-from mha_grader.recording import Recorder
+from mha_grader.trusted import course as course_mod, feedback
+from mha_grader.trusted.gradebook import GradebookWriter
+from mha_grader.trusted.recording import Recorder
 from submissions import kit
 
 P = "01_project"

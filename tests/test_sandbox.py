@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from mha_checks import calling
-from mha_grader import sandbox
+from mha_grader.walls import probing, sandbox
 
 REPO = Path(__file__).resolve().parents[1]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's tests run as root, as CI does")
@@ -58,11 +58,11 @@ def sandbox_processes() -> list[str]:
 
 def test_probe_finds_the_isolation_complete():
     private = [str(REPO / "solutions"), str(REPO / "nbgrader_config.py"), "/root", "/etc/shadow"]
-    assert sandbox.probe(private[:2] + ["/etc/shadow"], sandbox.python_prefixes()) == []
+    assert probing.probe(private[:2] + ["/etc/shadow"], sandbox.python_prefixes()) == []
 
 
 def test_probe_reports_what_the_unsafe_mode_exposes():
-    problems = sandbox.probe([str(REPO / "solutions")], [], unsafe=True)
+    problems = probing.probe([str(REPO / "solutions")], [], unsafe=True)
     assert any("unprivileged user" in p for p in problems), problems
     assert any(f"cannot read {REPO / 'solutions'}" in p for p in problems), problems
 
@@ -232,7 +232,7 @@ def test_sandbox_processes_are_gone_even_when_the_grader_is_killed(tmp_path):
     script.write_text(textwrap.dedent(f"""
         import json, sys
         sys.path.insert(0, {str(REPO)!r})
-        from mha_grader import sandbox
+        from mha_grader.walls import sandbox
         sandbox.run(json.loads({json.dumps(json.dumps(sleeper))}), sandbox.Limits(test_s=100, notebook_s=100))
     """))
     proc = subprocess.Popen([sys.executable, str(script)])
@@ -383,7 +383,7 @@ WEAKENINGS = {  # one weakening of the sandbox: the claims the probe must then r
 
 def add_key(description: str, keyring: int) -> int:
     """add_key(2) of a "user" key; the key's id, or -errno."""
-    from mha_grader import kernel
+    from mha_grader.walls import kernel
     payload = b"stand-in credential"
     number = kernel.syscall_number("add_key")
     result = kernel.LIBC.syscall(ctypes.c_long(number), b"user", description.encode(), payload,
@@ -395,7 +395,7 @@ def add_key(description: str, keyring: int) -> int:
 def grader_session_key():
     """The grader in a session keyring holding a key (as under a PAM login or a systemd service);
     the fork servers restart so that they inherit it."""
-    from mha_grader import kernel
+    from mha_grader.walls import kernel
     sandbox.stop_servers()
     kernel.keyctl(kernel.KEYCTL_JOIN_SESSION_KEYRING, 0)
     assert add_key("mha-grader-canary", -3) > 0  # KEY_SPEC_SESSION_KEYRING
@@ -404,13 +404,13 @@ def grader_session_key():
 
 
 def test_the_probe_passes_the_full_sandbox_even_in_a_session_keyring(grader_session_key):
-    assert sandbox.probe(PRIVATE, sandbox.python_prefixes()) == []
+    assert probing.probe(PRIVATE, sandbox.python_prefixes()) == []
 
 
 @pytest.mark.parametrize("weakening", sorted(WEAKENINGS))
 def test_the_probe_reports_each_weakening_of_the_sandbox(weakening, grader_session_key):
     """The probe's mutation test: one protection off at a time, and the probe names that claim."""
-    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(), hardening=sandbox.Hardening(**{weakening: False}))
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes(), hardening=sandbox.Hardening(**{weakening: False}))
     failed = {p.split(": failed")[0] for p in problems}
     assert set(WEAKENINGS[weakening]) <= failed, problems
     assert all("; to fix: " in p for p in problems), problems
@@ -420,7 +420,7 @@ def test_the_probe_reports_a_signal_that_lands_on_pid_1_when_both_its_layers_are
     """Either layer alone keeps pid 1 out of reach (each single weakening above leaves these claims
     holding); with both off, the student's signals land on pid 1's handlers and its limit can be changed,
     and the probe says so."""
-    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(),
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes(),
                              hardening=sandbox.Hardening(seccomp=False, harness_uid=False))
     failed = {p.split(": failed")[0]: p for p in problems}
     assert "no signal from the student's code lands on pid 1" in failed, problems
@@ -430,7 +430,7 @@ def test_the_probe_reports_a_signal_that_lands_on_pid_1_when_both_its_layers_are
 
 
 def test_the_probe_reports_a_memory_cap_above_the_machines_memory():
-    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes(), limits=sandbox.Limits(notebook_s=20, memory=1 << 40))
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes(), limits=sandbox.Limits(notebook_s=20, memory=1 << 40))
     assert any(p.startswith("memory cap: failed") for p in problems), problems
     assert any(p.startswith("memory limit per process") for p in problems), problems
 
@@ -453,7 +453,7 @@ def probe():
 
 
 def test_a_key_planted_by_one_job_is_not_seen_by_the_next_of_the_same_uid():
-    from mha_grader import kernel
+    from mha_grader.walls import kernel
     cells = KEYS.format(add_key=kernel.syscall_number("add_key"))
     uid, planted, _ = result(sandbox.run(job(cells), hardening=sandbox.Hardening(seccomp=False)))
     assert planted > 0  # without the filter, the key is there: the next job's start must clear it
@@ -478,7 +478,7 @@ UNNAMED = (457, 458, 462, 467, 470, 500, 1000)  # statmount, listmount, mseal, o
 def test_calls_outside_the_allowlist_are_refused_named_or_not_and_threads_and_forks_still_work():
     """A sample of calls no job needs, by name and by number (libseccomp 2.5.4 names none of the
     numbers: they are refused by the default action, as any later call will be)."""
-    from mha_grader import kernel
+    from mha_grader.walls import kernel
     numbers = {n: kernel.syscall_number(n) for n in REFUSED} | {f"#{n}": n for n in UNNAMED}
     assert None not in numbers.values() and not set(REFUSED) & set(kernel.ALLOWED)
     report = sandbox.run(job(f"""
@@ -516,7 +516,7 @@ def test_calls_outside_the_allowlist_are_refused_named_or_not_and_threads_and_fo
 def test_the_filter_admits_no_call_it_does_not_list(tmp_path):
     """Closed by construction: the calls the built filter admits (read back from libseccomp's own
     rendering of it) are exactly the listed ones and the argument forms, and its defaults refuse."""
-    from mha_grader import kernel
+    from mha_grader.walls import kernel
     rules = kernel.build_filter(dict.fromkeys(kernel.FILTER_SWITCHES, True), (sandbox.UID_BASE, sandbox.JOBS))
     with open(tmp_path / "filter.pfc", "w+") as fh:
         rules.export_pfc(fh)
@@ -588,12 +588,12 @@ def test_a_fork_and_spin_job_cannot_use_more_cpu_than_its_cap():
 THROUGH = """
 import json, sys
 sys.path.insert(0, {repo!r})
-from mha_grader import sandbox
+from mha_grader.walls import probing, sandbox
 from mha_checks import calling
 report = sandbox.run(json.loads({job!r}))
 outcome = [r["outcome"] for r in report.records if "outcome" in r]
 print(json.dumps([sys.prefix, calling.decode(outcome[0]["result"]) if outcome and "result" in outcome[0]
-                  else [report.records, report.stderr], sandbox.probe({private!r}, sandbox.python_prefixes())]))
+                  else [report.records, report.stderr], probing.probe({private!r}, sandbox.python_prefixes())]))
 """
 
 
@@ -642,7 +642,7 @@ def test_slot_locks_are_private_and_never_followed_through_a_link(tmp_path, monk
 
 
 def test_the_feedback_names_the_jobs_memory_cap_when_its_cgroup_killed_a_process():
-    from mha_grader import judging
+    from mha_grader.trusted import judging
     limits = sandbox.Limits(memory=1 << 30)
     killed = judging._no_outcome({"status": ("signal", 9)}, sandbox.Report(usage={"oom_kills": 1}), limits)
     assert "more memory than the limit allows (1024 MB for all the processes" in killed
@@ -652,7 +652,7 @@ def test_the_feedback_names_the_jobs_memory_cap_when_its_cgroup_killed_a_process
 
 def test_a_cgroup_v2_job_group_is_set_up_and_read_back_in_the_v2_files(tmp_path, monkeypatch):
     """This machine's cgroups are v1 (hybrid): the v2 files are checked on a stand-in folder tree."""
-    from mha_grader import cgroups
+    from mha_grader.walls import cgroups
     own = tmp_path / "grader.scope"
     own.mkdir()
     (own / "cgroup.subtree_control").write_text("cpu memory pids\n")
@@ -727,7 +727,7 @@ def test_nothing_the_students_code_runs_reaches_pid_1(layer):
     refused, by each of the two layers on its own: pid 1's uid of its own, and the filter."""
     hardening = {"both": sandbox.Hardening(), "the uids alone": sandbox.Hardening(seccomp=False),
                  "the filter alone": sandbox.Hardening(harness_uid=False)}[layer]
-    from mha_grader import kernel
+    from mha_grader.walls import kernel
     the_job = job(f"TGKILL = {kernel.syscall_number('tgkill')}\n" + PID_1)
     the_job["tests"] = [{"id": f"t{i}", "cases": [{"function": "probe", "names": ["test"], "specs": [i]}]}
                         for i in range(3)]
@@ -768,7 +768,7 @@ def holder_of(uid: int) -> subprocess.Popen:
     """A process of this machine's that holds ``uid`` (as a stray user account's process would)."""
     proc = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "30"])
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not any(f"pid {proc.pid} " in h for h in sandbox.holders_of_sandbox_uids()):
+    while time.monotonic() < deadline and not any(f"pid {proc.pid} " in h for h in probing.holders_of_sandbox_uids()):
         time.sleep(0.02)
     return proc
 
@@ -779,14 +779,14 @@ def test_the_probe_reports_a_host_process_holding_a_sandbox_uid(monkeypatch):
     for uid in (sandbox.UID_BASE, sandbox.UID_BASE + sandbox.SLOTS - 1):
         proc = holder_of(uid)
         try:
-            found = sandbox.holders_of_sandbox_uids()
+            found = probing.holders_of_sandbox_uids()
         finally:
             proc.kill()
             proc.wait()
         assert any(f"pid {proc.pid} (sleep) as uid/gid {uid}/{uid}" in h for h in found), found
-    assert not any(f"pid {proc.pid} " in h for h in sandbox.holders_of_sandbox_uids())
-    monkeypatch.setattr(sandbox, "holders_of_sandbox_uids", lambda: ["pid 4242 (sleep) as uid/gid 62465/62465"])
-    problems = sandbox.probe(PRIVATE, sandbox.python_prefixes())
+    assert not any(f"pid {proc.pid} " in h for h in probing.holders_of_sandbox_uids())
+    monkeypatch.setattr(probing, "holders_of_sandbox_uids", lambda: ["pid 4242 (sleep) as uid/gid 62465/62465"])
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes())
     assert [p.split(": failed")[0] for p in problems] == ["no other process holds a sandbox uid"], problems
     assert "pid 4242 (sleep)" in problems[0] and "; to fix: " in problems[0]
 
@@ -922,7 +922,7 @@ def test_every_end_of_a_tests_process_is_a_verdict_for_that_test_alone(point):
     """The fuzz: the child ends at each point of the protocol, in each way (an exit of any status, a signal,
     a hang, closed pipes, an exception whose formatting raises); the test gets its verdict, the tests around
     it run clean, pid 1 lives on (exit status 0) and the records are the harness's, whole."""
-    from mha_grader import frames
+    from mha_grader.trusted import frames
     for ending in ENDINGS:
         the_job = job(FUZZ.format(point=point, ending=ending, once=point in ("cells", "after the cells' frame")))
         the_job["tests"] = [{"id": f"t{i}", "cases": [{"function": "probe", "names": ["n"], "specs": [i]}]}
@@ -946,7 +946,7 @@ def test_every_end_of_a_tests_process_is_a_verdict_for_that_test_alone(point):
 
 def test_every_verdict_of_the_harness_has_words_for_the_student():
     """Each status the fuzz can end in (an exit of status 0 included) has a sentence of its own."""
-    from mha_grader import judging
+    from mha_grader.trusted import judging
     limits = sandbox.Limits()
     said = {judging._no_outcome({"status": status}, sandbox.Report(), limits)
             for status in (("exit", 0), ("exit", 3), ("signal", 9), ("signal", 11), ("timeout", 1.5), ("cells", 1.5))}

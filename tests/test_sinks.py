@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mha_grader import class_report, report, text
+from mha_grader.trusted import class_report, report, text
 from submissions import kit
 
 P = "01_project"
@@ -61,7 +61,7 @@ def test_every_sink_caps_and_makes_valid_text():
 
 PROGRESS = """
 import sys, time
-from mha_grader import report
+from mha_grader.trusted import report
 report.status("checking that the sandbox isolates student code (probe)")
 bar = report.Progress(1000, "Dask")
 for i in range(1000):

@@ -26,8 +26,8 @@ import torch
 
 from mha_checks import calling, hidden, judge
 from mha_checks.hidden import hidden_cases
-from mha_grader import frames, jobs, notebooks, secret
-from mha_grader.course import Course
+from mha_grader.trusted import frames, jobs, notebooks, secret
+from mha_grader.trusted.course import Course
 from submissions import kit
 from submissions.hostile import WRONG_SPLIT
 

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from mha_checks import calling
-from mha_grader import frames, notebooks, sandbox
+from mha_grader.trusted import frames, notebooks
+from mha_grader.walls import sandbox
 from submissions import kit
 from submissions.hostile import FULL
 from submissions.untrusted import UNTRUSTED
@@ -77,7 +78,7 @@ def test_feedback_says_what_happened(case, batch):
 def test_nothing_of_the_hidden_inputs_reaches_a_student(batch):
     """Every element of every hidden input (as Python writes a float) is looked for in every file of
     every student's feedback folder, and in the notebooks formgrader shows them."""
-    from mha_grader import course as course_mod, jobs, secret
+    from mha_grader.trusted import course as course_mod, jobs, secret
     os.environ["MHA_GRADER_SECRET"] = str(batch.secret)
     course = course_mod.Course(batch.course)
     args = argparse.Namespace(student=[], notebook=[], force=True)

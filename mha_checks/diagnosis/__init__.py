@@ -1,16 +1,17 @@
 """One check per graded function, one module per exercise: the reference, the shapes with axis names,
-the observation of one call, and the catalogue of mistakes (``common`` holds what they share and the
-cause search, ``errors`` the observation of a call that raised).
+the observation of one call, and the catalogue of mistakes (``common`` holds what they share,
+``errors`` the observation of a call that raised, ``search`` the cause search over both).
 
 A check raises :class:`Fail` with an observation (what differs: the shape got against the one
 expected, where the numbers first depart and by how much, what the error said) or returns when the
-answer is right. A mistake is named only by :func:`common.search`: a catalogued switch (or pair) of
+answer is right. A mistake is named only by :func:`search.search`: a catalogued switch (or pair) of
 :mod:`mha_checks.variants` / :mod:`mha_checks.attention` whose reference reproduces the answer (its
 values within the grade's tolerance, its shape, or its failure) on every call of the test.
 """
 from . import assembly, fuse, linear, merge, per_head, split
-from .common import Call, Fail, Spec, named, search
+from .common import Fail, Spec
 from .errors import error_fail
+from .search import Call, named, search
 
 SPECS = {
     "project": linear.spec("project", "w", "b", "d_in, d_out", "B, T, d_in", "B, T, d_out", "the product"),

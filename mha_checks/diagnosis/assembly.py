@@ -2,7 +2,7 @@
 
 Causes: the mistakes of :mod:`mha_checks.attention`, alone or two at a time, with a scale and a dropout
 fitted on the failing call, named only where they reproduce every call of the test
-(:func:`common.search`). Observations when none does, each verified on this call alone: the layout of
+(:func:`search.search`). Observations when none does, each verified on this call alone: the layout of
 the weights and the heads they hold, whether the rows are distributions (and over which axis), where
 their zeros are, a scale that gives them, whether the weights are right and the output not, and which
 batch elements are right. An observation says what differs; it names no cause."""

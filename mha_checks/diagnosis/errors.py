@@ -1,6 +1,6 @@
 """A student's function that raised: the error, its line, and the facts of the call, observed.
 
-No mistake is named here. A mistake is named only by the cause search (:func:`common.search`),
+No mistake is named here. A mistake is named only by the cause search (:func:`search.search`),
 when a catalogued switch fails *the same way* on this call (and on every other call of the test):
 the same :func:`signature`, read from the student's message and from the switch's own failure,
 in NumPy's words or torch's.

@@ -9,7 +9,7 @@ judging begins, after its file was read (as a student handing in again while the
 import os
 import sys
 
-from mha_grader import cli, judging, run
+from mha_grader.trusted import cli, judging, run
 
 when, source, target = sys.argv[1:4]
 

@@ -1,6 +1,6 @@
 """Everyday library uses an honest notebook may make beyond the catalogues' answers (threads, time,
 randomness, files in /tmp, plotting, NumPy and torch at length), and the ways a test's process can
-end: the measured needs of a job that mha_grader/kernel.py's allowlist admits
+end: the measured needs of a job that mha_grader/walls/kernel.py's allowlist admits
 (scripts/measure_syscalls.py runs them under strace; tests/test_sandbox.py runs them under the filter).
 
 Each is the source of one cell defining ``probe``: EVERYDAY's take no argument and return plain

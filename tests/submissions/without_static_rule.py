@@ -6,7 +6,7 @@ sandbox, the harness, the judge's reading of records) must hold against code the
 import sys
 
 from mha_checks import admission
-from mha_grader import cli
+from mha_grader.trusted import cli
 
 admission.admit = lambda cells, tests, trusted=0: admission.Verdict(cells=[dict(c) for c in cells])
 # (every cell runs whole, and no test is refused before it runs: judging asks admission.admit)

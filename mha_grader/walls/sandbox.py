@@ -1,29 +1,19 @@
 """Run one grading job in a sandbox and read back what it reports, as plain data.
 
-The sandbox (its theory of operation opens forkserver.py): fresh mount, PID, network, IPC, UTS and
-cgroup namespaces; a file system holding only the Python installation and the job, read-only, and
-a 64 MB /tmp, with no host path showing through; an unprivileged user of its own for the student's
-code (a distinct uid per concurrent job, so that one job's process limit cannot starve another), no
-capabilities, no new privileges, and another for its pid 1; limits on address space, processes and
-file size per process, and a cgroup capping the memory, processes and CPU of the whole job; a fresh
-session keyring and a system-call filter that admits only what a job was measured to need
-(kernel.py). The network namespace has only a loopback device, down. When the job ends, or its
-time is up, or the grader dies, its PID namespace goes and with it every process it started.
+The sandbox is walls/__init__.py's: its claims, and who builds each. This module is the grader's side
+of one job: it takes a slot (the job's two uids: the student's code runs as 62464 + n, the job's pid 1,
+the harness, as 62592 + n, n the slot), writes the job's folder (the program of inside/, the modules
+it imports and job.json, which holds no inputs), sends the request to a fork server (servers.py,
+forkserver.py), then reads the report channel until the job ends or its time is up, with caps on
+what it reads, and hands over each case's inputs only when the job asks for them. The jobs running in
+this process are known, so that a stop ends them.
 
 Jobs are forked from one warm fork server per grading process (numpy, and torch once needed,
 already imported), not started as fresh interpreters: a NumPy notebook costs a few hundredths of
 a second, not the tenths an interpreter start and its imports take.
-
-Run as root, the student's code runs as uid 62464+n and the job's pid 1 (the harness) as 62592+n,
-n the job's slot: nothing the student's code runs can signal, trace or limit pid 1. Run as an
-ordinary user, it runs in a new user namespace as that user (who owns nothing the sandbox can see),
-pid 1 too (the filter alone keeps pid 1 out of reach then), and the job cgroups need root or a
-delegated cgroup v2 subtree. :func:`probe` checks every claim on the machine at hand before
-any grading, one check per claim.
 """
 import atexit
 import contextlib
-import ctypes
 import dataclasses
 import fcntl
 import functools
@@ -45,8 +35,11 @@ from pathlib import Path
 
 from mha_checks.calling import Layout
 
+from . import servers
+
 HERE = Path(__file__).resolve().parent
-CALLING = HERE.parent / "mha_checks" / "calling.py"
+INSIDE = HERE.parent / "inside"  # the programs a job runs, copied into its /job
+CALLING = HERE.parents[1] / "mha_checks" / "calling.py"
 UID_BASE, SLOTS = 0xF400, 256  # the sandbox's uids: UID_BASE + n, n < SLOTS (62464 to 62719)
 JOBS = SLOTS // 2  # jobs at once: job slot k runs the student's code as UID_BASE + k, its pid 1 as UID_BASE + JOBS + k
 MAX_REPORT = 32 * 1024 * 1024  # bytes of records read back from one job
@@ -228,7 +221,7 @@ def _slot():
 
 def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str = "harness.py",
         hardening: Hardening = Hardening()) -> Report:
-    """Run ``job`` (see harness.py) in a sandbox and return what it wrote to its report channel.
+    """Run ``job`` (see inside/harness.py) in a sandbox and return what it wrote to its report channel.
 
     A case's inputs (its "specs") stay here: the job folder holds none, and the harness gets each
     case's only when it asks, just before that call (see :func:`_inputs_kept_outside`)."""
@@ -260,7 +253,7 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
 
 def _job_files(job_dir: Path, program: str, job: dict) -> None:
     """The job folder: the program, the modules it imports, and job.json; readable by the sandbox's users."""
-    for name in (HERE / program, CALLING, HERE / "as_student.py"):
+    for name in (INSIDE / program, CALLING, INSIDE / "as_student.py", INSIDE / "student.py"):
         shutil.copy(name, job_dir / name.name)
     (job_dir / "job.json").write_text(json.dumps(job))
     for path in (job_dir.parent, job_dir, *job_dir.iterdir()):
@@ -314,7 +307,7 @@ def _inputs_kept_outside(job: dict):
     return {**job, "tests": tests, "shared_bytes": room}, answer
 
 
-def _run_sandboxed(server: "_ForkServer", request: dict, limits: Limits, errors, inputs) -> Report:
+def _run_sandboxed(server: servers.ForkServer, request: dict, limits: Limits, errors, inputs) -> Report:
     """The job through the fork server; its exit status comes back on a connection of its own,
     whose closing (here, on a timeout or when the grader dies) kills the job."""
     read_end, write_end = _channel()
@@ -350,7 +343,7 @@ def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str, inputs) -> Rep
         read_end, write_end = _channel()
         proc = subprocess.Popen([*cmd, str(write_end)], pass_fds=(write_end,), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=errors, cwd=cwd, env=ENV, start_new_session=True,
-                                preexec_fn=_die_with_parent)
+                                preexec_fn=servers.die_with_parent)
         started.append(proc)
         os.close(write_end)
         try:
@@ -427,71 +420,8 @@ def _collect(channel: int, timeout: float, inputs=None) -> Report:
     return report
 
 
-class _ForkServer:
-    """forkserver.py, started on first use by a thread that lives as long as it does (the server's
-    parent-death signal follows the thread that started it); stopped at exit."""
-
-    def __init__(self, *modules: str):
-        self.modules = list(modules)  # what it imports beyond numpy
-        self.lock = threading.Lock()
-        self.control: socket.socket | None = None
-        self.proc: subprocess.Popen | None = None
-        self.owner = None
-
-    def start(self) -> None:
-        """Start it now, if it is not running in this process."""
-        with self.lock:
-            self._start_unless_running()
-
-    def send(self, request: dict, fds: list[int]) -> None:
-        with self.lock:
-            for attempt in (1, 2):
-                self._start_unless_running()
-                try:
-                    socket.send_fds(self.control, [json.dumps(request).encode()], fds)
-                    return
-                except OSError:  # the server died: start another, once
-                    self.control = None
-                    if attempt == 2:
-                        raise
-
-    def stop(self) -> None:
-        """Close the server's socket: it waits for its last jobs' managers, then ends."""
-        with self.lock:
-            if self._running():
-                self.control.close()
-                try:
-                    self.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-            self.control = None
-
-    def _running(self) -> bool:
-        """Started by this process (a forked copy of the grader has none of its own yet)."""
-        return self.control is not None and self.owner == os.getpid()
-
-    def _start_unless_running(self) -> None:
-        if self._running():
-            return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        started = threading.Event()
-
-        def keep():
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()), str(UID_BASE), str(JOBS),
-                 *self.modules],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=ENV,
-                start_new_session=True, preexec_fn=_die_with_parent)
-            theirs.close()
-            started.set()
-            self.proc.wait()
-
-        threading.Thread(target=keep, name="mha-forkserver", daemon=True).start()
-        started.wait()
-        self.control, self.owner = ours, os.getpid()
-
-
-SERVERS = {False: _ForkServer(), True: _ForkServer("torch")}  # by "does the job need torch?"
+SERVERS = {False: servers.ForkServer((UID_BASE, JOBS), ENV),  # by "does the job need torch?"
+           True: servers.ForkServer((UID_BASE, JOBS), ENV, "torch")}
 
 
 def start_servers() -> None:
@@ -509,11 +439,6 @@ def stop_servers() -> None:
             pass  # already gone; the other still stops
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the grader dies (then --kill-child ends the namespace)."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def _parse(line: bytes) -> dict | None:
     """A line as a JSON object, or None."""
     try:
@@ -521,122 +446,3 @@ def _parse(line: bytes) -> dict | None:
     except (ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
-
-
-SWEEP_END = 1024  # the probe tries every call number below this that the filter does not admit (x86-64: ~460)
-PROBE_CALLS = ("clone", "kill", "tgkill", "rt_sigqueueinfo", "pidfd_open", "pidfd_send_signal", "prlimit64",
-               "getpriority", "setpriority", "process_vm_readv")  # what the probe aims at pid 1, by number
-FIXES = {  # claim checked outside: what to change on the machine when it fails
-    "job cgroup": "run the grader as root with the memory, pids and cpu cgroup controllers mounted "
-                  "(cgroup v2, or v1 as on hybrid hosts), or in a delegated cgroup v2 subtree",
-    "memory cap": "grade with a memory limit below the machine's memory (sandbox.Limits.memory)",
-    "distinct uids": "run the grader as root: each concurrent job gets a uid of its own (62464 and up)",
-    "sandbox uids": f"stop the processes named, or give their user another uid: uids {UID_BASE} to "
-                    f"{UID_BASE + SLOTS - 1} are the sandbox's alone",
-}
-
-
-def probe(private: list[str], readonly: list[str], unsafe: bool = False, limits: Limits = Limits(notebook_s=20),
-          hardening: Hardening = Hardening()) -> list[str]:
-    """Test every isolation claim on this machine: the list of claims that fail, each with what was
-    seen and what to change (empty: all hold).
-
-    ``private``: paths student code must not read (course, gradebook, secret, home folders);
-    ``readonly``: folders it must not write (the interpreter, the packages). Two probe jobs run at
-    once (their uids must differ); a server listening on the host's loopback must be unreachable.
-    ``limits`` and ``hardening``: the sandbox to probe (the mutation test weakens them).
-    """
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        job = _probe_job(private, readonly, server.getsockname()[1], limits)
-        reports: list = [None, None]
-
-        def one(n: int) -> None:
-            try:
-                reports[n] = run(job, limits, unsafe=unsafe, program="probe.py", hardening=hardening)
-            except (OSError, RuntimeError) as err:
-                reports[n] = err
-        threads = [threading.Thread(target=one, args=(n,)) for n in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    problems = []
-    for report in reports:
-        if isinstance(report, Exception):
-            return [f"the sandbox could not start: {report}"]
-        checks = [r for r in report.records if isinstance(r, dict) and "check" in r]
-        if not checks:
-            return [f"the sandbox could not start (exit status {report.returncode}): {report.stderr.strip()[:800]}"]
-        problems += [_problem(r["check"], r.get("detail", ""), r.get("fix", "")) for r in checks if not r.get("ok")]
-    if not unsafe:
-        problems += _outside_checks(reports, job, limits)
-    return list(dict.fromkeys(problems))  # (each once: both jobs see the same)
-
-
-def _probe_job(private: list[str], readonly: list[str], port: int, limits: Limits) -> dict:
-    from . import kernel
-    course_and_job = [str(Path(p).parent) for p in private] + [tempfile.gettempdir() + "/mha-job-"]
-    return {"private": private, "readonly": readonly, "port": port, "rootless": os.geteuid() != 0,
-            "host_namespaces": {n: os.readlink(f"/proc/self/ns/{n}") for n in ("mnt", "pid", "net", "ipc", "uts")},
-            "tmp_bytes": 64 << 20, "file_size": limits.file_size, "allocate": 48 << 20, "spin_s": 0.1, "hold_s": 0.5,
-            "admitted": kernel.ruled_numbers(), "sweep_end": SWEEP_END,
-            "names": {n: kernel.syscall_name(n) for n in range(SWEEP_END)}, "getpid": kernel.syscall_number("getpid"),
-            "passed_by_the_kernel": kernel.PASSED_BY_THE_KERNEL,
-            "numbers": {n: kernel.syscall_number(n) for n in PROBE_CALLS},
-            "host_paths": sorted({*course_and_job, *python_prefixes(), *(p for _, ps in prefix_paths() for p in ps)}
-                                 - {"/", "/tmp"})}
-
-
-def _outside_checks(reports: list, job: dict, limits: Limits) -> list[str]:
-    """The claims the job cannot see from inside: its cgroup's caps and usage, distinct uids."""
-    problems = []
-    with open("/proc/meminfo") as fh:
-        total = int(fh.read().split("MemTotal:")[1].split()[0]) * 1024
-    if not 0 < limits.memory <= total:
-        problems.append(_problem("memory cap", f"{limits.memory} bytes, the machine has {total}", FIXES["memory cap"]))
-    for report in reports:
-        u = report.usage
-        want = {"memory_max": limits.memory, "pids_max": limits.processes, "cpus": limits.cpus}
-        wrong = [f"{k} {u.get(k)} (want {v})" for k, v in want.items() if u.get(k) != v]
-        if not u.get("cgroup") or wrong:
-            problems.append(_problem("job cgroup caps in force", "; ".join(wrong) or "no cgroup", FIXES["job cgroup"]))
-        elif u.get("memory_peak", 0) < job["allocate"] or u.get("cpu_s", 0) < job["spin_s"] / 2:
-            problems.append(_problem("job cgroup counts all the job's processes",
-                                     f"peak {u.get('memory_peak')} bytes, {u.get('cpu_s')} CPU s", FIXES["job cgroup"]))
-        if u and not u.get("removed"):
-            problems.append(_problem("job cgroup removed after the job", str(u), FIXES["job cgroup"]))
-    uids = [next((r["detail"] for r in report.records if r.get("check") == "uid"), None) for report in reports]
-    if uids[0] == uids[1]:
-        problems.append(_problem("a distinct uid per concurrent job", f"both ran as uid {uids[0]}",
-                                 FIXES["distinct uids"]))
-    if os.geteuid() == 0 and (strangers := holders_of_sandbox_uids()):
-        problems.append(_problem("no other process holds a sandbox uid", "; ".join(strangers[:5]),
-                                 FIXES["sandbox uids"]))
-    return problems
-
-
-def holders_of_sandbox_uids() -> list[str]:
-    """Processes of this machine (of the grader's own PID namespace: every job lives in a namespace of its
-    own) whose real, effective, saved or file-system uid or gid is one of the sandbox's: a job would share
-    that process's kernel keyrings, limits and signals."""
-    mine, found = os.readlink("/proc/self/ns/pid"), []
-    sandbox_ids = range(UID_BASE, UID_BASE + SLOTS)
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{name}/ns/pid") != mine:
-                continue
-            with open(f"/proc/{name}/status") as fh:
-                fields = dict(line.split(":", 1) for line in fh if ":" in line)
-        except OSError:
-            continue  # it has just ended
-        ids = [int(i) for key in ("Uid", "Gid") for i in fields.get(key, "").split()]
-        if any(i in sandbox_ids for i in ids):
-            found.append(f"pid {name} ({fields.get('Name', '?').strip()}) as uid/gid {fields['Uid'].split()[0]}/"
-                         f"{fields['Gid'].split()[0]}")
-    return found
-
-
-def _problem(claim: str, detail: str, fix: str) -> str:
-    return f"{claim}: failed ({detail})" + (f"; to fix: {fix}" if fix else "")

@@ -9,7 +9,8 @@ import time
 
 from mha_checks import admission, judge as checks
 
-from . import frames, notebooks, sandbox
+from ..walls import sandbox
+from . import frames, notebooks
 
 SIGNALS = {9: "it was killed (usually: it used more memory than the limit allows)",
            24: "it used more CPU time than the limit allows", 11: "it crashed (segmentation fault)",

@@ -1,7 +1,7 @@
 """Where jobs run: the job function every worker calls, the grader's version fingerprint, and the
 local backend (a pool of threads that run at most ``workers`` sandboxes at a time).
 
-This room executes and knows nothing of the course folder or the gradebook: run.py plans the jobs and
+This module executes and knows nothing of the course folder or the gradebook: run.py plans the jobs and
 records the results; cluster.py is the other backend (Dask). Both backends give the same thing back,
 (job, result) pairs as jobs finish, where a result is the judge's dict or, for a job that could not be
 graded, ``{"failed": "<one sentence>"}``. Only a failure of the sandbox (InfraError) is tried again; a
@@ -19,13 +19,14 @@ import threading
 import time
 from pathlib import Path
 
-from . import feedback, judging, notebooks, sandbox
+from ..walls import sandbox
+from . import feedback, judging, notebooks
 
 RETRIES = 2  # a sandbox failure is tried this many more times
 PACKAGES = ("numpy", "torch", "nbgrader", "distributed", "latex2mathml")  # what the judge, the sandbox, the
 #                                                                      recording and the feedback pages rest on
 SOURCES = ("mha_checks", "mha_grader")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class InfraError(RuntimeError):

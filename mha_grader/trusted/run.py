@@ -1,7 +1,7 @@
 """One grading run: plan the jobs, hand them to a backend (execute.Threads here, or cluster.Dask), record
 each result as it arrives, then print the summary and write the class's tables.
 
-This is the room that plans and records; the backends execute (arrows point one way: run -> execute,
+This is the module that plans and records; the backends execute (arrows point one way: run -> execute,
 run -> cluster -> execute). A run holds the course's lock (lock.py) from start to end. It stops when
 told (stopping.py): ctrl-C (SIGINT) or SIGTERM while it waits (for results, the database, the probe,
 planning) cancels the jobs not started and ends the running sandboxes; a signal that arrives while a
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
+from ..walls import probing, sandbox
 from . import collected, course as course_mod, execute, jobs, lateness, recording, report, resume as resume_mod
-from . import sandbox
 from . import secret as course_secret
 from .gradebook import GradebookWriter, Silent
 from .lock import CourseLock, Held, Unwritable
@@ -361,7 +361,7 @@ def isolation_problems(course: Path) -> list[str]:
         canaries.append(name)
     private = [str(course / p) for p in ("solutions", "submitted", "nbgrader_config.py", "gradebook.db")]
     try:
-        return sandbox.probe(private + canaries + [str(course_secret.path())], [*sandbox.python_prefixes(), "/usr"])
+        return probing.probe(private + canaries + [str(course_secret.path())], [*sandbox.python_prefixes(), "/usr"])
     finally:
         for name in canaries:
             os.unlink(name)

@@ -1,8 +1,9 @@
-"""The grader's program inside the sandbox: run a notebook's cells, call the graded functions.
+"""The job's pid 1 (inside/__init__.py says who runs where): run the tests, each in a child that runs the
+cells and calls the graded functions (student.py), and report every event on the report channel.
 
-It runs as an unprivileged user in fresh namespaces (see sandbox.py). /job/job.json holds the
-cells and, per test, which function each case calls (names, never inputs). The report channel
-(the descriptor named by its argument, a socket) carries one JSON line per event out:
+/job/job.json holds the cells and, per test, which function each case calls (names, never inputs).
+The report channel (the descriptor named by its argument, a socket) carries one JSON line per event
+out:
 
   {"harness": "started"}                          before any student code exists
   {"ask": [t, i]}                                 the inputs of test t's case i, please (answered on
@@ -15,22 +16,6 @@ cells and, per test, which function each case calls (names, never inputs). The r
 ("cells": the notebook's own cells did not finish within a test's time, so this test and every
 later one cannot run; "budget": not run, the notebook's time is spent; "large": the call's
 result was larger than a record may be.)
-
-Two processes, and only one of them ever runs student code:
-
-  harness (this process)  pid 1 of the job, under a uid of its own: holds the report channel; never
-                          runs student code, handles no signal, and is not dumpable, so no process
-                          of the job can signal it, limit it, read or write its memory
-                          (/proc/PID/mem, process_vm_writev); asks for each case's inputs just
-                          before the call, keeps a private copy, and lays the arrays out in
-                          memory it shares with the child
-  child (forked)          closes the channel (a socket: it cannot be opened again through /proc),
-                          becomes the student (as_student.py: the student's uid, no capabilities),
-                          seeds Python's, NumPy's and torch's generators from the job (the same
-                          numbers at every grading of a submission), runs the cells once, then
-                          calls the cases of one test after another, as the notebook's kernel
-                          runs its tests, on views of the shared memory, and sends each outcome
-                          back on a pipe of its own
 
 The child's frames are data: a value the function returned, or the error it raised (an error whose
 description raises is sent as one without words). Whether the call changed its arguments in place
@@ -50,18 +35,14 @@ import ctypes
 import json
 import mmap
 import os
-import random
-import resource
 import select
 import signal
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import as_student  # noqa: E402 - copied next to this file into the job folder, as calling.py is
-import calling  # noqa: E402
+import calling  # noqa: E402 - copied next to this file into the job folder, as student.py and as_student.py are
+import student  # noqa: E402
 
 OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
@@ -113,90 +94,6 @@ def shared_memory(size: int) -> calling.Layout:
     return calling.Layout(mmap.mmap(-1, max(size, calling.ALIGN)))
 
 
-# --- the child's side: student code, and nothing that reaches the grader but its pipe ---------
-
-def child(shared: calling.Layout, requests: int, answers: int, tests: int) -> None:
-    """In the forked child: drop the channel, become the student, limits, quiet output, seeded random
-    generators, the cells, then each case it is sent (of the ``tests`` tests it may run)."""
-    os.close(OUT)
-    LIBC.prctl(PR_SET_NAME, b"mha-student", 0, 0, 0)
-    as_student.become(JOB.get("student"))
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    cpu = int(JOB["limits"]["test_cpu_s"]) * tests  # (each test's time and the job's one core bound it first)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    seed_generators(JOB.get("seed", 0))
-    namespace, failures = run_cells(JOB["cells"])
-    send(answers, {"cells": failures, "seq": 0})
-    incoming = os.fdopen(requests, "rb")
-    for line in incoming:
-        case = json.loads(line)
-        fn = namespace.get(case["function"])
-        if not callable(fn):
-            outcome = {"missing": case["function"]}
-        else:
-            try:
-                outcome = calling.invoke(fn, case["names"], case["specs"], shared.view)
-            except BaseException:  # noqa: BLE001 - describing the student's error raised (its __str__, say)
-                outcome = {"error": UNDESCRIBED}
-        send(answers, {**outcome, "seq": case["seq"]}, instead={"error": UNSENDABLE, "seq": case["seq"]})
-
-
-UNDESCRIBED = {"type": "an exception", "message": "(it cannot be shown: turning it into text raised another error)",
-               "line": None}
-UNSENDABLE = {"type": "an outcome", "message": "(it cannot be sent: turning it into data raised an error)",
-              "line": None}
-
-
-def seed_generators(seed: int) -> None:
-    """Python's, NumPy's and torch's random generators, seeded from the job (sandbox._seed): a submission
-    that draws random numbers (dropout, say) draws the same ones each time it is graded. (A generator
-    made without a seed, as numpy's default_rng(), and os.urandom still draw from the kernel; torch,
-    if the cells import it here, starts from its own fixed seed.)"""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    if "torch" in sys.modules:
-        sys.modules["torch"].default_generator.manual_seed(seed)  # (the CPU's: no device is asked, as manual_seed does)
-
-
-def run_cells(cells: list[dict]) -> tuple[dict, list[dict]]:
-    """Execute the cells in order in a fresh namespace; a cell that raises is reported, not fatal."""
-    namespace: dict = {"__name__": "__main__"}
-    failures = []
-    for cell in cells:
-        try:
-            exec(compile(cell["source"], f"<cell {cell['label']}>", "exec"), namespace)
-        except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are the student's too
-            failures.append({"label": cell["label"], **described(err)})
-    return namespace, failures
-
-
-def described(err: BaseException) -> dict:
-    """calling.describe_error(err) as plain text and a number, or UNDESCRIBED where describing it raises
-    or gives anything else (its __str__ may return a str subclass, its __traceback__ be a property...)."""
-    try:
-        found = calling.describe_error(err)
-        kind, message, line = found["type"], found["message"], found["line"]
-        if type(kind) is str and type(message) is str and (line is None or type(line) is int):
-            return {"type": kind, "message": message, "line": line}
-    except BaseException:  # noqa: BLE001 - whatever the student's exception does when described
-        pass
-    return dict(UNDESCRIBED)
-
-
-def send(fd: int, frame: dict, instead: dict | None = None) -> None:
-    """``frame`` as one line on ``fd``; ``instead``, if turning ``frame`` into JSON raises."""
-    try:
-        data = (json.dumps(frame) + "\n").encode()
-    except BaseException:  # noqa: BLE001 - a value of the student's that JSON cannot hold, or that raises
-        if instead is None:
-            raise
-        data = (json.dumps(instead) + "\n").encode()
-    while data:
-        data = data[os.write(fd, data):]
-
-
 # --- the tests, driven from the harness ------------------------------------------------------
 
 class Child:
@@ -223,7 +120,7 @@ class Child:
             try:
                 os.close(self.requests)
                 os.close(self.answers)
-                child(shared, to_child, from_child, tests)
+                student.main(JOB, OUT, shared, to_child, from_child, tests)
                 status = 0  # (the harness closed the requests: never before the child's last answer)
             finally:
                 os._exit(status)

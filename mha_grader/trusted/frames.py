@@ -2,7 +2,7 @@
 
 Every record a sandbox returns is untrusted data: it came from a process inside the sandbox, and
 the student's code ran in that sandbox. :func:`events` accepts a job's records only when each one
-has the shape the harness writes (harness.py's docstring), for the job's own tests and cases,
+has the shape the harness writes (inside/harness.py's docstring), for the job's own tests and cases,
 once each, with bounded counts, lengths, depths and array sizes (a returned value of more than
 MAX_VALUES values is read as that fact alone, so the judge's work on one stays small); anything else raises
 :class:`Invalid` with one sentence saying what was wrong, and that notebook "could not be graded".

@@ -1,10 +1,10 @@
-"""Run inside the sandbox by `sandbox.probe()`: test each isolation claim from where student code runs.
+"""Run inside the sandbox by walls/probing.py: test each isolation claim from where student code runs.
 
 As the harness does, the probe's pid 1 forks a child that becomes the student (as_student.py) and
 every check runs there; pid 1 itself only counts the signals that land on it, and says so last.
 Each line: {"check": the claim, "ok": bool, "detail": what was seen, "fix": what to change}. The
 grader refuses to grade unless every check is ok (or the instructor passes --unsafe-no-sandbox).
-sandbox.probe adds the claims only the outside can see (the job's cgroup, distinct uids, no other
+walls/probing.py adds the claims only the outside can see (the job's cgroup, distinct uids, no other
 process holding a sandbox uid). Nothing here sends a byte off this machine: the network check tries
 the host's loopback only.
 """

@@ -1,31 +1,7 @@
-"""The sandbox's fork server: one warm interpreter, owned by the grader, that starts every sandbox.
+"""The sandbox's fork server: one warm interpreter, owned by the grader, that starts every sandbox and
+builds, for each job, what walls/__init__.py claims of it.
 
-Theory of operation. A grading job is a student's notebook cells and the calls the tests make; it
-runs in a sandbox whose every property below is a claim the README makes and `make probe` checks
-(probe.py inside, sandbox.probe outside), one check per claim, before any grading starts:
-
-- its own mount, PID, network, IPC, UTS and cgroup namespaces: no other process, no interface but
-  `lo` (the host's loopback listener unreachable), no shared memory with the host;
-- a file system of its own: a read-only root holding /usr, /lib, /bin, the Python installation
-  (read-only overlays at /python/N) and the job (a read-only tmpfs at /job), four devices, /proc of
-  its namespace, and a 64 MB /tmp, its only writable place; nothing of the course, the home folders,
-  the secret or the gradebook. No host path shows through: pid 1's command line is blanked, the
-  mounts come from neutral sources (/proc/self/mountinfo names no host folder), /proc/self/cgroup
-  shows "/";
-- two unprivileged uids of its own per concurrent job: the student's (62464 + slot), under which every
-  process that runs student code runs, with no capabilities, and pid 1's (62592 + slot), which keeps
-  only the three capabilities it needs to make each child it forks the student and to end what a test
-  left running (as_student.py); no new privileges; limits per process on address space, processes
-  and file size;
-- a cgroup of its own (cgroups.py) capping the memory of all its processes together, their number,
-  and their CPU (one core); its usage comes back with the exit status, and the group is removed;
-- a fresh, empty session keyring and its uids' keyrings cleared, and a seccomp filter that is an
-  allowlist: it admits the calls a job was measured to need (kernel.py says which, and why), refuses
-  every other call, named or not, and kills the job for a call under another architecture's numbers;
-- a lifetime tied to the grader: when the job ends, its time is up, or the grader dies, pid 1 of its
-  namespace goes and the kernel takes every process of the job with it.
-
-sandbox.py starts this server once per grading process (``python -I forkserver.py FD [torch]``, FD a
+servers.py starts this server once per grading process (``python -I forkserver.py FD [torch]``, FD a
 SOCK_SEQPACKET socket), with numpy and the wire format already imported, and torch too in the
 server for the jobs that need it; the programs a job runs are compiled once here, and the heap is
 put on 2 MB pages (huge_pages), which makes each fork below cheaper. For each job it receives a
@@ -37,16 +13,18 @@ job's stderr file) and forks:
                                           then, as the program: no signal handler, its uids'
                                           keyrings cleared, chroot, pid 1's uid with three
                                           capabilities, no new privileges, limits, a fresh keyring,
-                                          the seccomp filter, and harness.py runs as __main__, in
-                                          this warm interpreter
-      child (forked by the harness for each run of the cells)  the student's uid, no capabilities
+                                          the seccomp filter, and inside/harness.py runs as
+                                          __main__, in this warm interpreter
+      child (inside/student.py)           forked by the harness for each run of the cells: the
+                                          student's uid, no capabilities
 
 The program is pid 1 itself (one fork fewer per job): its orphans come back to it, and when it ends
 the kernel ends every other process of the namespace. Nothing the student's code runs reaches it:
 it handles no signal (the kernel gives a namespace's pid 1 only the signals it handles; Python's
 SIGINT handler is removed), and it runs under another uid, so the kernel refuses the student's
 processes every signal, prlimit, trace, /proc/1/mem and OOM score of it; the filter refuses signals
-and prlimit aimed at pid 1 too. Every way its child can end is a verdict for one test (harness.py).
+and prlimit aimed at pid 1 too. Every way its child can end is a verdict for one test
+(inside/harness.py).
 
 The manager sends the job's exit status and its cgroup's usage on its connection, and kills the job
 as soon as that connection closes (the grader gave up on it, or died): init goes, and the kernel
@@ -94,6 +72,7 @@ TITLE = b"mha-sandbox"  # what /proc/<pid>/cmdline says of the job's pid 1 (not 
 RULES = None  # the seccomp filter (kernel.build_filter), built once when the server starts
 STUDENTS = None  # (first uid, how many): the student uids (from the grader, as the server starts)
 PROGRAMS: dict[str, tuple[bytes, object]] = {}  # compiled_programs(), once when the server starts
+INSIDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "inside")  # the programs a job runs
 
 
 def _check(result: int, what: str) -> None:
@@ -224,9 +203,9 @@ def program(request: dict, report: int) -> int:
 def compiled_programs() -> dict[str, tuple[bytes, object]]:
     """{path in the sandbox: (source, code)} of the programs a job runs, compiled once here; a job whose
     program's source is not this one's (a changed file) compiles its own."""
-    here, found = os.path.dirname(os.path.abspath(__file__)), {}
+    found = {}
     for name in ("harness.py", "probe.py"):
-        with open(os.path.join(here, name), "rb") as fh:
+        with open(os.path.join(INSIDE, name), "rb") as fh:
             source = fh.read()
         found[f"/job/{name}"] = (source, compile(source, f"/job/{name}", "exec"))
     return found
@@ -468,12 +447,14 @@ if __name__ == "__main__":
     HERE = os.path.dirname(os.path.abspath(__file__))
     PREFIXES = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
     forget_host_folders(PREFIXES)  # before any import can list a folder of the checkout
-    load_module("calling", os.path.join(os.path.dirname(HERE), "mha_checks", "calling.py"))  # warm: the job's
-    load_module("as_student", os.path.join(HERE, "as_student.py"))  # `import calling` finds it loaded (numpy too)
+    CHECKOUT = os.path.dirname(os.path.dirname(HERE))
+    load_module("calling", os.path.join(CHECKOUT, "mha_checks", "calling.py"))  # warm: the job's
+    load_module("as_student", os.path.join(INSIDE, "as_student.py"))  # `import calling` finds it loaded (numpy too)
+    load_module("student", os.path.join(INSIDE, "student.py"))  # (it imports those two)
     import numpy.random  # noqa: F401, E402 - what the harness seeds in each job: loaded once here (16 ms a job else)
     import random  # noqa: F401, E402
-    cgroups = load_module("mha_grader.cgroups", os.path.join(HERE, "cgroups.py"))
-    kernel = load_module("mha_grader.kernel", os.path.join(HERE, "kernel.py"))
+    cgroups = load_module("mha_grader.walls.cgroups", os.path.join(HERE, "cgroups.py"))
+    kernel = load_module("mha_grader.walls.kernel", os.path.join(HERE, "kernel.py"))
     STUDENTS = (int(sys.argv[2]), int(sys.argv[3]))
     RULES = kernel.build_filter(dict.fromkeys(kernel.FILTER_SWITCHES, True), STUDENTS)
     PROGRAMS = compiled_programs()

@@ -4,7 +4,7 @@
     python -m mha_grader grade --scheduler tcp://HOST:8786     # an existing scheduler
 
 Other machines join a scheduler with ``dask worker tcp://HOST:8786 --nthreads 1 --nworkers N --preload
-mha_grader.cluster`` run from a checkout of this repository (same commit) inside its venv, with the
+mha_grader.trusted.cluster`` run from a checkout of this repository (same commit) inside its venv, with the
 repository root on PYTHONPATH (see the README); the preload imports the grader and checks the sandbox as
 the worker starts, before it takes jobs. A worker runs only execute.grade_job (the sandbox and the judge):
 it needs no course folder, no secret and no gradebook. Each job carries its notebook's bytes (read once
@@ -49,7 +49,8 @@ from pathlib import Path
 
 from distributed import WorkerPlugin
 
-from . import execute, sandbox
+from ..walls import probing, sandbox
+from . import execute
 
 PLUGIN = "mha-grader-version"
 LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
@@ -304,7 +305,7 @@ def _quiet_dask() -> None:
 
 
 def dask_setup(server) -> None:
-    """Called by Dask as a scheduler or worker starts with ``--preload mha_grader.cluster``: the grader is
+    """Called by Dask as a scheduler or worker starts with ``--preload mha_grader.trusted.cluster``: the grader is
     imported before the first job (the scheduler unpickles each task); a worker checks its sandbox,
     starts its fork servers (torch's takes seconds) and imports what feedback pages need (seconds too)
     before it takes jobs."""
@@ -385,10 +386,10 @@ def grade_student_on_worker(releases: dict, jobs: list[dict], limits: sandbox.Li
 
 @functools.cache
 def _worker_isolation_problems() -> tuple[str, ...]:
-    """sandbox.probe on this worker machine: its home folder must be hidden, Python read-only."""
+    """probing.probe on this worker machine: its home folder must be hidden, Python read-only."""
     fd, canary = tempfile.mkstemp(prefix=".sandbox-canary-", dir=Path.home())
     os.close(fd)
     try:
-        return tuple(sandbox.probe([canary], [*sandbox.python_prefixes(), "/usr"]))
+        return tuple(probing.probe([canary], [*sandbox.python_prefixes(), "/usr"]))
     finally:
         os.unlink(canary)

@@ -7,7 +7,7 @@ uid and gid, no groups, no capabilities at all. From then on the kernel's own pe
 pid 1 out of the child's reach, whatever the child runs: a signal (``kill``, ``tgkill``,
 ``rt_sigqueueinfo``, SIGIO through ``F_SETOWN``), ``prlimit``, ``ptrace``, ``process_vm_writev``,
 /proc/1/mem and /proc/1/oom_score_adj all need the target's uid (or a capability), and pid 1's is
-another. (The seccomp filter refuses signals and prlimit aimed at pid 1 as well: kernel.py.)
+another. (The seccomp filter refuses signals and prlimit aimed at pid 1 as well: walls/kernel.py.)
 
 Copied into the job folder next to the harness and imported there; ``student`` comes from job.json
 (None: no change, as in the unsafe mode or a rootless sandbox, whose user namespace maps one uid).

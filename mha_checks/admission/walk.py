@@ -1,10 +1,10 @@
 """The ready-made rule's closure, proven on the live objects: walk everything the rule admits and fail with
 the path if anything forbidden is reachable.
 
-    python tests/admission_walk.py            # prints a JSON summary; exit 1 if something was found
-    python tests/admission_walk.py --trace FILE   # each call written to FILE before it is made (a crash's
-                                                  # last line is the call that crashed the process)
-    python tests/admission_walk.py --admit func_globals --only numpy.random   # the walk's own check
+    python -m mha_checks.admission.walk            # prints a JSON summary; exit 1 if something was found
+    python -m mha_checks.admission.walk --trace FILE   # each call written to FILE before it is made (a
+                                                       # crash's last line is the call that crashed it)
+    python -m mha_checks.admission.walk --admit func_globals --only numpy.random   # the walk's own check
 
 Start from every admitted module member (``admitted.MODULES``) and from sample values (tensors and arrays
 of several dtypes and layouts, their scalars, dtypes, devices, sizes, generators and their bound methods,
@@ -50,8 +50,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mha_checks import admitted, calling  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from mha_checks import calling  # noqa: E402
+from mha_checks.admission import admitted  # noqa: E402
 
 MAX_DEPTH = 6
 TRACE = None          # a file each call is written to before it is made
@@ -313,6 +314,9 @@ def walk(roots) -> dict:
 
 
 def roots() -> list[tuple[str, object]]:
+    """Where the walk starts: every admitted module member, then :func:`samples` (values of every kind the
+    rule admits attributes on, and the student's own objects as the rule knows them, ``OWN_TYPES``, whose
+    names are walked as :func:`_names` says). Objects a notebook defines join the walk here."""
     out = []
     for module, names in admitted.MODULES.items():
         mod = __import__(module, fromlist=["_"])
