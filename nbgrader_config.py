@@ -19,8 +19,8 @@ c.CourseDirectory.release_directory = "exercises"
 c.IncludeHeaderFooter.header = "solutions/header.ipynb"
 
 # `nbgrader export` writes grades.csv with nbgrader's columns and each student's lms_user_id last (for an LMS
-# import; `nbgrader db student import` records it): the course's export plugin, mha_grader/export.py.
-c.ExportApp.plugin_class = "mha_grader.export.CsvExportWithLmsId"
+# import; `nbgrader db student import` records it): the course's export plugin, mha_grader/trusted/export.py.
+c.ExportApp.plugin_class = "mha_grader.trusted.export.CsvExportWithLmsId"
 
 # Late work (README, "Running the course on JupyterHub"): `make grade` applies nbgrader's late-submission plugin
 # as autograde does. nbgrader's default is no penalty; uncomment for a score of 0 for late work, or name your own.

@@ -84,7 +84,8 @@ def class_report_page(tmp_path: Path) -> Path:
         (f"project: raises {HUGE_NAME}", "01_project", 1, report.MISTAKE)]]  # (as report.mistake_table sorts them)
     totals = [float(i % 16) for i in range(120)]
     late = [{"student": student, "seconds_late": 5.25 + 86400 * i, "penalty": 3.5 * (i > 0)}
-            for i, student in enumerate(["bob", "firstname.lastname@university.example.edu", "a_student_id_from_the_lms"])]
+            for i, student in enumerate(["bob", "firstname.lastname@university.example.edu",
+                                         "a_student_id_from_the_lms"])]
     return class_report.write(tmp_path / "class_report.html", "mha", totals, 15, tests, mistakes,
                               (datetime.datetime(2026, 12, 1, 17), late))
 

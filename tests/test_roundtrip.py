@@ -150,7 +150,7 @@ def story(tmp_path_factory):
         ok(kit.nbgrader(course, "db", "assignment", "add", A, f"--duedate={due.isoformat(' ')} UTC"))
         for name in ("bob", "carol"):
             seen.written[name] = submit(hub, name, full)
-        _grant(course, hub.users["carol"], days=1)  # (the instructor, before grading: a submission row, then the extension)
+        _grant(course, hub.users["carol"], days=1)  # (the instructor, before grading: the submission, its extension)
         ok(kit.nbgrader(course, "collect", A))
         seen.collected = {name: collected_time(course, hub.users[name]) for name in EXCHANGE_STUDENTS}
         stock = base / "stock"  # the same collected work of two students, for stock autograde
@@ -216,7 +216,8 @@ def _lms_download(course: Path, due: datetime.datetime, full: dict) -> dict:
     """An LMS's download of two students' work, named as nbgrader's documentation names them, in
     downloaded/<assignment>/archive/ (dave a day early, erin a second or two late), and the class list with
     their LMS ids."""
-    stamps = {"dave": due - datetime.timedelta(days=1), "erin": due.replace(microsecond=0) + datetime.timedelta(seconds=2)}
+    stamps = {"dave": due - datetime.timedelta(days=1),
+              "erin": due.replace(microsecond=0) + datetime.timedelta(seconds=2)}
     archive = course / "downloaded" / A / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "lms_download.zip", "w") as zf:
@@ -224,7 +225,8 @@ def _lms_download(course: Path, due: datetime.datetime, full: dict) -> dict:
             for nb, content in full.items():
                 zf.writestr(f"{A}_{student}_attempt_{at:%Y-%m-%d-%H-%M-%S}_{nb}.ipynb", json.dumps(content))
     (course / "students.csv").write_text("id,first_name,last_name,email,lms_user_id\n"
-                                         "dave,Dave,Doe,dave@example.org,lms-1001\nerin,Erin,Roe,erin@example.org,lms-1002\n")
+                                         "dave,Dave,Doe,dave@example.org,lms-1001\n"
+                                         "erin,Erin,Roe,erin@example.org,lms-1002\n")
     return {s: at.replace(microsecond=0) for s, at in stamps.items()}
 
 
@@ -235,7 +237,7 @@ def test_each_submission_is_recorded_at_the_time_nbgrader_wrote(story):
     for name in EXCHANGE_STUDENTS:
         user = story.users[name]
         recorded = story.none.gradebook[user]["timestamp"]
-        assert recorded == story.collected[name] == parse_utc(story.written[name]), (name, recorded, story.written[name])
+        assert recorded == story.collected[name] == parse_utc(story.written[name]), (name, story.written[name])
         assert story.none.grades[user]["timestamp"] == str(recorded)
     late = {n: story.none.gradebook[story.users[n]]["seconds_late"] for n in EXCHANGE_STUDENTS}
     assert late["alice"] == 0 and late["bob"] > 0, late
@@ -305,7 +307,7 @@ def test_a_resubmission_is_graded_on_its_new_bytes_and_its_new_time(story):
     assert again["scores"]["01_project"] == story.own.gradebook[bob]["scores"]["01_project"]
     assert all(p == pytest.approx(min(again["scores"][nb], again["seconds_late"] / 100))
                for nb, p in again["penalties"].items()), again
-    assert "This run graded 11 notebook(s)" in story.runs["again"]  # bob's 02 (the rest is the same bytes) + the LMS's 10
+    assert "This run graded 11 notebook(s)" in story.runs["again"]  # bob's 02 (the rest: the same bytes), the LMS's 10
 
 
 def test_an_lms_download_is_graded_with_its_times_and_exported_with_the_lms_ids(story):

@@ -27,8 +27,7 @@ class CsvExportWithLmsId(CsvExportPlugin):
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(COLUMNS)
             for row in self.rows(gradebook):
-                writer.writerow([for_csv("" if value is None else value if isinstance(value, int | float) else str(value))
-                                 for value in row])
+                writer.writerow([for_csv(_cell(value)) for value in row])
 
     def rows(self, gradebook: Gradebook):
         """One row per assignment and student (``--assignment``, ``--student`` choose), as CsvExportPlugin has it."""
@@ -45,5 +44,11 @@ class CsvExportWithLmsId(CsvExportPlugin):
                 else:
                     timestamp, raw, penalty = submission.timestamp, submission.score, submission.late_submission_penalty
                     score = max(0.0, raw - penalty)
-                yield [assignment.name, assignment.duedate, timestamp, student.id, student.last_name, student.first_name,
-                       student.email, raw, penalty, score, assignment.max_score, student.lms_user_id]
+                yield [assignment.name, assignment.duedate, timestamp, student.id, student.last_name,
+                       student.first_name, student.email, raw, penalty, score, assignment.max_score,
+                       student.lms_user_id]
+
+
+def _cell(value):
+    """A value as nbgrader's export writes it (str(), None as ""), a number kept a number."""
+    return "" if value is None else value if isinstance(value, int | float) else str(value)

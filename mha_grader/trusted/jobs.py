@@ -186,5 +186,6 @@ def notes_after(results: list, failed: list, changed: list) -> list[str]:
 
 def changed_during_run(course, results: list) -> list[dict]:
     """The jobs of ``results`` whose file is no longer the one read (handed in again during the run)."""
-    return [job for job, _ in results if "stamp" in job and notebooks.status(
-        job["path"] or course.folder("submitted", job["student"]) / f"{job['notebook']}.ipynb") != job["stamp"]["status"]]
+    def named(job):
+        return job["path"] or course.folder("submitted", job["student"]) / f"{job['notebook']}.ipynb"
+    return [job for job, _ in results if "stamp" in job and notebooks.status(named(job)) != job["stamp"]["status"]]

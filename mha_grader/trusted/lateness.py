@@ -29,7 +29,7 @@ from types import SimpleNamespace
 from nbgrader.api import Assignment, Notebook, Student, SubmittedAssignment, SubmittedNotebook
 from sqlalchemy import bindparam, select
 
-QUIET = logging.getLogger("mha_grader.lateness")  # nbgrader's plugins log every call: kept off the terminal
+QUIET = logging.getLogger("mha_grader.trusted.lateness")  # nbgrader's plugins log every call: kept off the terminal
 QUIET.addHandler(logging.NullHandler())
 QUIET.propagate = False
 
@@ -133,7 +133,8 @@ class Lateness:
             on_time = rows.where(SubmittedNotebook.late_submission_penalty.is_not(None))
             changes += [{"nb": nb, "penalty": None} for nb, sub, *_ in db.execute(on_time) if sub not in late]
         if late:
-            for nb, sub, stored, score, name, student in db.execute(rows.where(SubmittedNotebook.assignment_id.in_(list(late)))):
+            for nb, sub, stored, score, name, student in db.execute(
+                    rows.where(SubmittedNotebook.assignment_id.in_(list(late)))):
                 penalty = self._penalty(student, name, score, late[sub][1])
                 standing.students[student].penalty += penalty or 0.0
                 if penalty != stored:
