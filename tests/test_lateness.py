@@ -128,7 +128,18 @@ SUBMISSIONS = {  # student: (handed in, extension, auto scores of n1's two tests
 }
 
 
-def _gradebook(path: Path) -> str:
+@pytest.fixture(scope="module")
+def empty_gradebook(tmp_path_factory) -> Path:
+    """An empty gradebook made once (a new one runs nbgrader's alembic migrations: seconds), copied by each test."""
+    path = tmp_path_factory.mktemp("gradebook") / "empty.db"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", kit.env()["PATH"])
+        Gradebook(f"sqlite:///{path}").close()
+    return path
+
+
+def _gradebook(path: Path, empty: Path) -> str:
+    shutil.copy(empty, path)
     url = f"sqlite:///{path}"
     with Gradebook(url) as gb:
         gb.add_assignment("mha", duedate=DUE)
@@ -155,12 +166,12 @@ def _penalties(url: str) -> dict:
 
 
 @pytest.mark.parametrize("name", POLICIES)
-def test_penalties_are_those_of_nbgrader_s_own_preprocessor(name, tmp_path):
+def test_penalties_are_those_of_nbgrader_s_own_preprocessor(name, tmp_path, empty_gradebook):
     """The same gradebook, penalised by nbgrader's AssignLatePenalties notebook by notebook (as autograde does) and
     by the grader's one pass over the class: the same penalty for every notebook, under each policy."""
     (tmp_path / "nbgrader_config.py").write_text(f"c = get_config()\n{POLICIES[name]}")
     (tmp_path / "late.py").write_text(OWN_PLUGIN)
-    ours, theirs = _gradebook(tmp_path / "ours.db"), _gradebook(tmp_path / "theirs.db")
+    ours, theirs = (_gradebook(tmp_path / f"{side}.db", empty_gradebook) for side in ("ours", "theirs"))
     penalties = lateness.load_penalties(tmp_path)
     with Gradebook(ours) as gb:
         standing = lateness.Lateness(penalties, {}, "mha").apply(gb.db)
@@ -180,9 +191,9 @@ def test_penalties_are_those_of_nbgrader_s_own_preprocessor(name, tmp_path):
         assert _penalties(ours)[("month_late", "n1")] == 2 and _penalties(ours)[("negative", "n1")] == 0
 
 
-def test_a_time_read_replaces_the_gradebook_s_and_no_time_keeps_it(tmp_path):
+def test_a_time_read_replaces_the_gradebook_s_and_no_time_keeps_it(tmp_path, empty_gradebook):
     (tmp_path / "nbgrader_config.py").write_text('c = get_config()\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
-    url = _gradebook(tmp_path / "gb.db")
+    url = _gradebook(tmp_path / "gb.db", empty_gradebook)
     read = {"early": DUE + datetime.timedelta(minutes=1), "hour_late": DUE - datetime.timedelta(seconds=1),
             "no_time": None}
     with Gradebook(url) as gb:
@@ -197,13 +208,13 @@ def test_a_time_read_replaces_the_gradebook_s_and_no_time_keeps_it(tmp_path):
         assert gb.find_submission_notebook("n1", "mha", "month_late").late_submission_penalty is None  # not asked
 
 
-def test_a_failing_plugin_is_named_and_records_no_penalty(tmp_path):
+def test_a_failing_plugin_is_named_and_records_no_penalty(tmp_path, empty_gradebook):
     (tmp_path / "nbgrader_config.py").write_text('c = get_config()\nc.AssignLatePenalties.plugin_class = "bad.Bad"\n')
     (tmp_path / "bad.py").write_text("from nbgrader.plugins import BasePlugin\n\nclass Bad(BasePlugin):\n"
                                      "    def late_submission_penalty(self, student_id, score, total_seconds_late):\n"
                                      "        if student_id == 'hour_late':\n            raise KeyError('oops')\n"
                                      "        return float('nan') if student_id == 'extended' else 'ten'\n")
-    url = _gradebook(tmp_path / "gb.db")
+    url = _gradebook(tmp_path / "gb.db", empty_gradebook)
     late = lateness.Lateness(lateness.load_penalties(tmp_path), {}, "mha")
     with Gradebook(url) as gb:
         late.apply(gb.db)
@@ -253,9 +264,9 @@ def test_the_collect_files_go_beside_the_pages_and_a_missing_secret_is_replaced(
 
 # --- the export ----------------------------------------------------------------------------------------------
 
-def test_the_export_has_nbgrader_s_columns_and_values_then_the_lms_id(tmp_path):
+def test_the_export_has_nbgrader_s_columns_and_values_then_the_lms_id(tmp_path, empty_gradebook):
     from nbgrader.plugins import CsvExportPlugin
-    url = _gradebook(tmp_path / "gb.db")
+    url = _gradebook(tmp_path / "gb.db", empty_gradebook)
     with Gradebook(url) as gb:
         gb.update_or_create_student("early", lms_user_id="lms-7", first_name="Ann", last_name="Lee")
         gb.add_student("absent")
