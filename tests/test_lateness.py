@@ -296,6 +296,7 @@ def test_a_forged_timestamp_stops_its_student_only_and_late_work_is_penalised(re
         gb.update_or_create_assignment("mha", duedate=DUE)
     work = {"03_merge_heads": kit.filled(course, "03_merge_heads")}
     for student, written in {"ontime": "2026-01-10 11:00:00 UTC", "late": "2026-01-10 13:00:00 Europe/Paris",
+                             "future": "2999-01-01 00:00:00 UTC",
                              "zone": "2026-01-01 00:00:00 /proc/kmsg", "link": None, "pipe": None}.items():
         kit.submit(course, student, work)
         folder = course / "submitted" / student / "mha"
@@ -306,12 +307,13 @@ def test_a_forged_timestamp_stops_its_student_only_and_late_work_is_penalised(re
     os.mkfifo(course / "submitted/pipe/mha/timestamp.txt")
     run = kit.grade(course, "--unsafe-no-sandbox", "--notebook", "03_merge_heads", timeout=600)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "This run graded 2 notebook(s). 3 could not be graded" in run.stdout
+    assert "This run graded 3 notebook(s). 3 could not be graded" in run.stdout
     refused = {"zone": "is not a time nbgrader can read", "link": "is a link", "pipe": "is not a regular file"}
     for student, why in refused.items():
         assert f"{student}/mha: its timestamp.txt {why}" in run.stdout, run.stdout
     notes = (course / "notes.csv").read_text()
     assert "zone: not graded: its timestamp.txt" in notes
+    assert "future: timestamp.txt says 2999-01-01 00:00:00 UTC, later than now" in notes
     assert "ontime: 1 item" not in notes and "late: 1 item" not in notes  # (the link is still named as one)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         late = gb.find_submission("mha", "late")

@@ -25,6 +25,7 @@ A notebook missing under its own name is looked for among the student's other ``
 most course.MAX_RENAMED, the candidates): the first of that student's jobs that needs them reads each
 once, and the file whose cells carry a missing notebook's grade ids is graded as that notebook.
 """
+import datetime
 import threading
 import time
 from pathlib import Path
@@ -41,8 +42,9 @@ RACY_NS = 2_000_000_000  # a status changed less than this before its read is no
 def plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
     """The records of the (student, notebook) jobs still to grade (new, changed, or all with --force),
     and planning's notes (entries of submitted/ not graded, what students handed in besides the notebooks,
-    students not graded because their timestamp.txt is not usable: collected.py)."""
+    students not graded because their timestamp.txt is not usable, times handed in later than now: collected.py)."""
     context = course.context(course_secret.fingerprint(key))
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)  # (nbgrader keeps times as naive UTC)
     students, notes = course.students()
     students = [s for s in students if not args.student or s in args.student]
     notes += [f"{s}: no submission folder" for s in args.student if s not in students]
@@ -50,10 +52,14 @@ def plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
     for student in students:
         files, candidates, extra = course.submission(student)
         notes += [f"{student}: {n}" for n in extra]
-        if course.timestamp(student).problem:  # (autograde stops on it too: the time decides lateness)
-            notes.append(f"{student}: not graded: {course.timestamp(student).problem}; correct or remove "
+        handed_in = course.timestamp(student)
+        if handed_in.problem:  # (autograde stops on it too: the time decides lateness)
+            notes.append(f"{student}: not graded: {handed_in.problem}; correct or remove "
                          f"submitted/{student}/{course.assignment}/{collected.TIMESTAMP}")
             continue
+        if handed_in.at is not None and handed_in.at > now:
+            notes.append(f"{student}: {collected.TIMESTAMP} says {handed_in.at:%Y-%m-%d %H:%M:%S} UTC, later than now: "
+                         "a clock set wrong, a time zone nbgrader reads as UTC, or a file written by hand")
         stamps = course.stamps(student)
         mine = []
         for name, path in files.items():
