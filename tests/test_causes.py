@@ -33,6 +33,11 @@ TORCH_WORDS = {  # a switch's own failure, as torch words it (what a student's t
                                               "subspaces). Use .reshape(...) instead."),
     "nothing to join": lambda s: ("ValueError", "torch.cat(): expected a non-empty list of Tensors"),
     "assert": lambda s: ("AssertionError", ""),
+    "broadcast": lambda s: ("RuntimeError", "The size of tensor a ({}) must match the size of tensor b ({}) at "
+                            "non-singleton dimension {}".format(*sorted(s[1]), s[2])),
+    "contract": lambda s: ("RuntimeError", f"mat1 and mat2 shapes cannot be multiplied (6x{s[1]} and {s[2]}x7)"),
+    "join": lambda s: ("RuntimeError", "Sizes of tensors must match except in dimension {}. Expected size {} but got "
+                       "size {} for tensor number 1 in the list.".format(s[1], *sorted(s[2]))),
     "any error": lambda s: ("ValueError", "einstein sum subscripts string contains too many subscripts for operand 0"),
 }
 
@@ -123,6 +128,10 @@ def catalogue(function: str) -> list:
 
 
 SWITCHES = [(f, s, how) for f in CELLS for s, how in catalogue(f)]
+# torch's 16-bit kernels round differently from NumPy's: where a function's 16-bit computation is held to a
+# 16-bit tolerance (exercises 5-7's attention) rather than reproduced exactly (exercises 1-4), noise of float16's
+# size is that computation too, and may be named as it
+HELD_TO_16_BITS = {f for f, s, _ in SWITCHES if s.dtype}
 SENTENCES: dict = {}  # (function, switch key) -> (sentence, the cells where it shows)
 
 
@@ -200,8 +209,8 @@ def test_no_cause_is_named_that_does_not_reproduce_every_call(grade, kind):
         cases, outcomes = corrupted(function, grade, kind, rng)
         verdict = judge_test(cases, outcomes)
         every_cause_reproduces(function, cases, outcomes, verdict)
-        if kind == "loud noise" or kind == "noise" and function != "multi_head_attention":
+        if kind == "loud noise" or kind == "noise" and function not in HELD_TO_16_BITS:
             assert verdict.causes == () or verdict.passed, verdict.message
-        if kind == "rounded" or kind == "noise":  # exercise 5 holds a 16-bit computation to float16's tolerance,
-            # where noise of that size is rounding too; never a scale, never a mask
+        if kind == "rounded" or kind == "noise":  # a torch function holds a 16-bit computation to float16's
+            # tolerance, where noise of that size is rounding too; never a scale, never a mask
             assert all(k in ({"half"}, {"half_product"}) for k in verdict.causes), verdict.message
