@@ -15,7 +15,8 @@ from . import kit
 from .mutants import MUTANTS
 
 P, S, M, O, A = "01_project", "02_split_heads", "03_merge_heads", "04_output_projection", "05_assembly"
-FULL = {P: 3, S: 2, M: 2, O: 3, A: 5}
+K, G = "06_kv_cache", "07_grouped_query"
+FULL = {P: 3, S: 2, M: 2, O: 3, A: 5, K: 9, G: 7}  # the README's points table
 WRONG_SPLIT = next(m for m in MUTANTS if m.student == "m06_split_no_transpose")
 
 
