@@ -45,8 +45,7 @@ def test_release_in_git_is_what_generate_assignment_makes(catalogue):
 
 
 def test_release_holds_no_solution_and_no_hidden_test():
-    answers = [line.strip() for n in kit.NOTEBOOKS for src in kit.solution_cells(n).values()
-               for line in src.splitlines() if len(line.strip()) > 20 and not line.strip().startswith(("def ", '"""'))]
+    answers = [line for n in kit.NOTEBOOKS for line in kit.answer_lines(n, 20)]
     for path in (kit.REPO / "exercises").rglob("*.ipynb"):
         text = "".join("".join(kit._lines(c)) for c in kit.read(path)["cells"])
         assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text, path
@@ -189,8 +188,7 @@ def test_site_offers_the_student_versions_and_nothing_else():
     for link in links:
         served = (SITE / link).read_bytes()
         assert served == (kit.REPO / "exercises" / kit.ASSIGNMENT / link.split("/")[-1]).read_bytes()
-    answers = {line.strip() for n in kit.NOTEBOOKS for src in kit.solution_cells(n).values()
-               for line in src.splitlines() if len(line.strip()) > 25 and not line.strip().startswith(("def ", '"""'))}
+    answers = {line for n in kit.NOTEBOOKS for line in kit.answer_lines(n, 25)}
     for path in SITE.rglob("*"):
         if path.is_file() and path.suffix in {".html", ".ipynb", ".txt", ".js", ".json", ".md", ".py"}:
             text = path.read_text(errors="ignore")

@@ -62,6 +62,22 @@ def solution_cells(notebook: str) -> dict[str, str]:
         for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("solution")}
 
 
+def answer_lines(notebook: str, longer_than: int) -> set[str]:
+    """The stripped lines of the reference answers (between the SOLUTION markers: what nbgrader replaces)
+    longer than ``longer_than`` characters, but those the task statement (the markdown cells) quotes: the
+    release must hold none of them."""
+    nb = read(REPO / "solutions" / ASSIGNMENT / f"{notebook}.ipynb")
+    statement = "".join("".join(_lines(c)) for c in nb["cells"] if c["cell_type"] == "markdown")
+    found: set[str] = set()
+    for cell in nb["cells"]:
+        inside = False
+        for line in _lines(cell) if cell["metadata"].get("nbgrader", {}).get("solution") else []:
+            inside = (inside or "### BEGIN SOLUTION" in line) and "### END SOLUTION" not in line
+            if inside and "### BEGIN SOLUTION" not in line and len(line.strip()) > longer_than:
+                found.add(line.strip())
+    return {line for line in found if line not in statement}
+
+
 def _lines(cell) -> list[str]:
     src = cell["source"]
     return src if isinstance(src, list) else src.splitlines(keepends=True)
