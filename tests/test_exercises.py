@@ -82,7 +82,7 @@ def test_the_grader_graded_every_submission(catalogue, scores):
 def test_solution_gets_full_marks(scores, max_scores):
     assert {n: {k: v for k, v in g.items() if k != "needs_manual_grade"}
             for n, g in scores["s_solution"].items()} == max_scores
-    assert sum(sum(g.values()) for g in max_scores.values()) == 15
+    assert sum(sum(g.values()) for g in max_scores.values()) == 31  # the README's points table: 3 + 2 + 2 + 3 + 5 + 9 + 7
 
 
 def test_empty_submission_gets_zero(scores, catalogue):
@@ -99,7 +99,7 @@ def test_nbgrader_export_reads_the_same_grades(catalogue):
     assert run.returncode == 0, run.stdout[-2000:]
     with open(catalogue.course / "grades.csv") as fh:
         rows = {r["student_id"]: r for r in csv.DictReader(fh)}
-    assert float(rows["s_solution"]["score"]) == 15.0 == float(rows["s_solution"]["max_score"])
+    assert float(rows["s_solution"]["score"]) == 31.0 == float(rows["s_solution"]["max_score"])
     assert float(rows["s_empty"]["score"]) == 0.0
 
 
@@ -107,7 +107,7 @@ def test_class_tables_next_to_the_grades(catalogue):
     import csv
     with open(catalogue.course / "grades_by_student.csv") as fh:
         rows = {r["student"]: r for r in csv.DictReader(fh)}
-    assert float(rows["s_solution"]["total"]) == 15.0
+    assert float(rows["s_solution"]["total"]) == 31.0
     assert float(rows["s_solution"]["02_split_heads/test_split_heads_values"]) == 1.0
     with open(catalogue.course / "mistakes.csv") as fh:
         mistakes = list(csv.DictReader(fh))
