@@ -260,8 +260,8 @@ def test_hidden_cases_follow_the_seed(grade_id):
 
 
 def test_every_grade_cell_of_the_notebooks_has_hidden_cases():
-    from submissions import judged
-    for notebook in ("01_project", "02_split_heads", "03_merge_heads", "04_output_projection", "05_assembly"):
+    from submissions import judged, kit
+    for notebook in kit.NOTEBOOKS:
         assert set(judged.grade_cells(notebook)) == {g for g, nb in hidden.GRADE_CELLS.items() if nb == notebook}
 
 

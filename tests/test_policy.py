@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_checks import admission
-from submissions import judged
+from submissions import judged, kit
 from submissions.correct import CORRECT
 
 SETUP = "import math\nimport numpy as np\nimport torch\nimport torch.nn.functional as F\n"
@@ -316,7 +316,7 @@ def test_honest_code_is_not_refused(source):
 
 
 def test_the_reference_answers_and_the_right_styles_are_not_refused():
-    notebooks = ("01_project", "02_split_heads", "03_merge_heads", "04_output_projection", "05_assembly")
+    notebooks = kit.NOTEBOOKS
     programs = [(nb, judged.reference_answers(nb)) for nb in notebooks]
     programs += [(c.notebook, judged.reference_answers(c.notebook) | {c.cell: c.code}) for c in CORRECT]
     out = {}
