@@ -35,7 +35,8 @@ TORCH_WORDS = {  # a switch's own failure, as torch words it (what a student's t
     "assert": lambda s: ("AssertionError", ""),
     "broadcast": lambda s: ("RuntimeError", "The size of tensor a ({}) must match the size of tensor b ({}) at "
                             "non-singleton dimension {}".format(*sorted(s[1]), s[2])),
-    "contract": lambda s: ("RuntimeError", f"mat1 and mat2 shapes cannot be multiplied (6x{s[1]} and {s[2]}x7)"),
+    "contract": lambda s: ("RuntimeError", f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[6, {s[1]}] but got: [6, {s[2]}]."),  # a batched product (q @ k^T, weights @ v)
     "join": lambda s: ("RuntimeError", "Sizes of tensors must match except in dimension {}. Expected size {} but got "
                        "size {} for tensor number 1 in the list.".format(s[1], *sorted(s[2]))),
     "any error": lambda s: ("ValueError", "einstein sum subscripts string contains too many subscripts for operand 0"),
