@@ -159,10 +159,13 @@ def _text(tokens) -> str:
     return "".join(out).strip()
 
 
-def _declarations(content) -> list[tuple[str, str]]:
-    """(name, 'name:value[!important]') of a rule's declarations."""
+def _declarations(content) -> list[tuple[str, str]] | None:
+    """(name, 'name:value[!important]') of a rule's declarations; None when it nests rules (CSS
+    nesting: such a rule is kept as it is)."""
     out = []
-    for decl in tinycss2.parse_declaration_list(content, skip_comments=True, skip_whitespace=True):
+    for decl in tinycss2.parse_blocks_contents(content, skip_comments=True, skip_whitespace=True):
+        if decl.type in ("qualified-rule", "at-rule"):
+            return None
         if decl.type == "declaration":
             value = _text(decl.value) + ("!important" if decl.important else "")
             out.append((decl.name if decl.name.startswith("--") else decl.lower_name, f"{decl.name}:{value}"))
@@ -184,7 +187,9 @@ def _purge_rules(rules, names: Names) -> list:
         if rule.type == "qualified-rule":
             selectors = [s for s in _split(rule.prelude) if all(names.has(*r) for r in _required(s))]
             if selectors:
-                kept.append(_Rule(",".join(_text(s) for s in selectors), _declarations(rule.content)))
+                text, declarations = ",".join(_text(s) for s in selectors), _declarations(rule.content)
+                kept.append(_Rule(text, declarations) if declarations is not None
+                            else f"{text}{{{_text(rule.content)}}}\n")
         elif rule.type == "comment" and rule.value.startswith("!"):
             kept.append(f"/*{rule.value}*/\n")
         elif rule.type == "at-rule" and rule.lower_at_keyword in GROUPING and rule.content is not None:
@@ -218,8 +223,8 @@ def _unread_properties(sheets: list[list], names: Names, outside: str) -> set[st
                         defined.setdefault(name, []).append(text)
                     else:
                         read_elsewhere.update(_VAR.findall(text))
-            elif not isinstance(rule, str):     # an at-rule kept whole (@font-face, @keyframes...)
-                read_elsewhere.update(_VAR.findall(tinycss2.serialize([rule])))
+            else:       # kept whole: a rule that nests rules, an at-rule (@font-face, @keyframes...)
+                read_elsewhere.update(_VAR.findall(rule if isinstance(rule, str) else tinycss2.serialize([rule])))
     read = set(read_elsewhere)
     frontier = list(read)
     while frontier:
@@ -236,9 +241,9 @@ def _named_at_rules(sheets: list[list]) -> set[str]:
     words = set()
     for sheet in sheets:
         for rule in _walk(sheet):
-            if isinstance(rule, _Rule):
-                for _, text in rule.declarations:
-                    words.update(w.strip("'\"") for w in re.findall(r"[\w-]+|'[^']*'|\"[^\"]*\"", text))
+            texts = [t for _, t in rule.declarations] if isinstance(rule, _Rule) else [rule] if isinstance(rule, str) else []
+            for text in texts:
+                words.update(w.strip("'\"") for w in re.findall(r"[\w-]+|'[^']*'|\"[^\"]*\"", text))
     return words
 
 
@@ -248,7 +253,7 @@ def _at_rule_text(rule, named: set[str]) -> str:
         if _text(rule.prelude).strip("'\"") not in named:
             return ""
     elif keyword == "font-face":
-        family = next((v for n, v in _declarations(rule.content) if n == "font-family"), "")
+        family = next((v for n, v in _declarations(rule.content) or [] if n == "font-family"), "")
         if family.split(":", 1)[-1].strip("'\" ") not in named:
             return ""
     if rule.content is None:

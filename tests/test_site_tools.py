@@ -251,6 +251,7 @@ kbd, .never-seen { font-family: "Used Font" }
 .bd-page p { animation: spin 1s; content: "\\203A" }
 @font-face { font-family: "Used Font"; src: url(u.woff) }
 @font-face { font-family: "Unused Font"; src: url(n.woff) }
+.bd-page { color: red; & p { color: blue } }
 """
 
 
@@ -271,6 +272,10 @@ def test_purge_keeps_what_the_pages_and_scripts_name_and_drops_the_rest():
     assert '"Used Font"' not in css and "Unused Font" not in css                # no kept rule names them
     assert ":root{--used:red;--via-used:var(--used2);--used2:1px}" in css       # read, even through one another
     assert 'content:"\\203a "' in css                                            # ASCII, whatever the charset
+    assert ".bd-page{color: red; & p {color: blue}}" in css                         # nested rules kept whole
+    nested = css_purge.purge({"b.css": ":root { --deep: 3px; --none: 4px }\n@keyframes pulse { to { opacity: 0 } }\n"
+                                       ".bd-page { & p { margin: var(--deep); animation: pulse 1s } }"}, names)["b.css"]
+    assert ":root{--deep:3px}" in nested and "@keyframes pulse" in nested       # what a nested rule reads stays
 
 
 def test_purge_reads_names_from_the_pages_and_the_scripts_they_load(tmp_path):
