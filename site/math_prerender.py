@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 import re
 import subprocess
@@ -117,6 +118,7 @@ def subset_fonts(site: Path, extra_roots: list[Path]) -> tuple[int, int]:
     and after (bytes)."""
     from fontTools import subset
 
+    logging.getLogger("fontTools").setLevel(logging.WARNING)   # its INFO lines (~700) flooded the build log
     options = subset.Options(flavor="woff", name_IDs=["*"], name_languages=["*"], name_legacy=True,
                              notdef_outline=True, layout_features=["*"],   # names and licence kept
                              drop_tables=subset.Options().drop_tables + ["FFTM"])   # FontForge's timestamp
