@@ -30,9 +30,10 @@ $(STAMP): requirements.txt pyproject.toml
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
-## serve: the built site on http://127.0.0.1:8000 (loopback only)
+## serve: the built site on http://127.0.0.1:8000 (loopback only), each file sent as the .br or .gz written at
+## build time when the browser accepts it (site/static_server.py)
 serve:
-	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html 8000
+	$(BIN)/python site/static_server.py --directory _build/html --port 8000
 
 ## bench: the benchmark scripts (figures, not tests): mha_lib vs torch, then grading cost; see also bench-build
 bench: $(STAMP)

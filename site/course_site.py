@@ -7,7 +7,12 @@
   rewritten by :mod:`notebook_export` as a plain Jupyter notebook (values, outputs, closed
   answers), and no MyST source (``.md``, whose glue roles and directives no reader can use).
   The student kit (:mod:`student_kit`) goes to ``downloads/mha-student-kit.zip``.
-* **Lighter pages.** :mod:`icons` replaces the theme's 1.5 MB icon bundle by the icons used.
+* **Lighter pages.** :mod:`icons` replaces the theme's 1.5 MB icon bundle by the icons used; a
+  page loads a script or stylesheet that only some pages need (:data:`PAGE_ASSETS`) only when it
+  holds what that file serves; :mod:`css_purge` drops the CSS rules no page can use;
+  :func:`math_prerender.subset_fonts` keeps in MathJax's fonts only the characters the formulas
+  draw; :mod:`precompress` writes ``.gz`` and ``.br`` beside every text file, which
+  ``make serve`` (:mod:`static_server`) sends to a browser that accepts them.
 * **Search for notation.** :mod:`search_math`: ``W^O`` is one search word, snippets show no TeX.
 * **Maths typeset at build time.** :mod:`math_prerender`: pages carry CHTML and MathML, no MathJax.
 * **Skip links.** :mod:`skip_links`: from the top of a page, a few key presses reach each head
@@ -33,10 +38,12 @@ from sphinx.util import logging
 from sphinx.util import docname_join
 
 import answer_names
+import css_purge
 import figures
 import icons
 import math_prerender
 import notebook_export
+import precompress
 import search_math
 import search_pages
 import skip_links
@@ -47,6 +54,14 @@ KIT_PATH = "downloads/mha-student-kit.zip"    # relative to the site root (chapt
 LAUNCH_KEYS = ("binderhub_url", "jupyterhub_url")
 RAW_TEMPLATES = ("webpack-macros.html", "sbt-webpack-macros.html", "copybutton.js_t")
 NODE_MODULES = ".cache/node/node_modules"    # `make site-node`: mathjax-full (and axe-core for the tests)
+#: Files that only some pages need -> what a page's body holds when it needs them. Other pages do
+#: not load them (the head viewer's script was 15 kB on every page, sphinx-design's tabs 7 kB).
+PAGE_ASSETS = {
+    "head-selector.js": 'class="head-selector"', "head-selector.css": 'class="head-selector"',
+    "design-tabs.js": "sd-tab-set",
+    "copybutton.js": 'class="highlight', "clipboard.min.js": 'class="highlight',
+    "copybutton.css": 'class="highlight',
+}
 
 
 def hide_unset_buttons(app, config):
@@ -85,6 +100,19 @@ def drop_source_download(app, pagename, templatename, context, doctree):
     for button in context.get("header_buttons", []):
         if button.get("label") == "download-buttons":
             button["buttons"] = [b for b in button["buttons"] if b.get("label") != "download-source-button"]
+
+
+def load_only_what_the_page_uses(app, pagename, templatename, context, doctree):
+    """Leave out of a page the files of :data:`PAGE_ASSETS` that its body has no use for."""
+    body = context.get("body") or ""
+
+    def needed(asset) -> bool:
+        mark = PAGE_ASSETS.get(Path(str(asset.filename)).name)
+        return mark is None or mark in body
+
+    for key in ("script_files", "css_files"):
+        if key in context:
+            context[key] = [asset for asset in context[key] if needed(asset)]
 
 
 def _exporter(app, docname: str, nb: dict, glue: dict) -> notebook_export.MarkdownExporter:
@@ -205,6 +233,11 @@ def finish(app, exception):
     icons.subset_theme_icons(Path(app.outdir))
     for template in RAW_TEMPLATES:     # theme files that are Jinja source, not pages
         (Path(app.outdir) / "_static" / template).unlink(missing_ok=True)
+    fonts = math_prerender.subset_fonts(Path(app.outdir), [Path(app.confdir) / p for p in app.config.html_extra_path])
+    LOG.info("course_site: MathJax fonts cut to the characters drawn: %d kB -> %d kB", *(n // 1000 for n in fonts))
+    LOG.info("course_site: stylesheets cut to the rules the pages use: %d kB -> %d kB",
+             *(n // 1000 for n in css_purge.purge_site(Path(app.outdir))))
+    LOG.info("course_site: %d files compressed (.gz, .br) for `make serve`", precompress.compress_site(Path(app.outdir)))
 
 
 def setup(app):
@@ -219,5 +252,6 @@ def setup(app):
     app.connect("config-inited", hide_unset_buttons, priority=900)
     app.connect("html-page-context", offer_ipynb, priority=500)
     app.connect("html-page-context", drop_source_download, priority=900)   # after the theme's buttons
-    app.connect("build-finished", finish)
+    app.connect("html-page-context", load_only_what_the_page_uses, priority=900)
+    app.connect("build-finished", finish, priority=900)   # after the theme rewrites pygments.css
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -116,6 +116,7 @@ def subset_theme_icons(site: Path) -> int:
     out = (f"{MARKER}\n{header}\nvar ICONS = {json.dumps(subset, separators=(',', ':'))};\n"
            f"{_RUNTIME}")
     (site / BUNDLE).write_text(out, encoding="utf-8")
+    (site / (BUNDLE + ".map")).unlink(missing_ok=True)    # the 1.7 MB map of the whole bundle
     css = site / THEME_CSS
     css.write_text(_GLYPH_RULE.sub("", css.read_text(encoding="utf-8")), encoding="utf-8")
     return len(out)

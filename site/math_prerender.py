@@ -10,6 +10,11 @@ stay), and each page gets the CHTML stylesheet of its own formulas. The TeX stay
 (course.js). A rendered formula has no TeX left between its tags, so a rebuild renders only the
 pages Sphinx wrote again.
 
+MathJax's TeX fonts hold every glyph of TeX (MathJax_AMS alone is 41 kB); after the pages are
+typeset, :func:`subset_fonts` writes into the site copies that keep only the characters some
+page's formulas draw (the ``content`` of the CHTML stylesheets' ``mjx-c`` rules), so a chapter's
+fonts weigh a few kB each. The originals stay where ``make site-node`` put them.
+
 Why not MathJax in the browser: it was about 0.8 MB of JavaScript on every page with maths, made
 formulas Tab stops for its menu, and showed raw TeX until it had run.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 import re
 import subprocess
@@ -29,6 +35,9 @@ INLINE = re.compile(r'(<span class="math notranslate nohighlight"[^>]*>)([^<]*)(
 DISPLAY = re.compile(r'(<div class="math notranslate nohighlight"[^>]*>\s*'
                      r'(?:<span class="eqno">(?:[^<]|<a [^>]*>[^<]*</a>)*</span>)?)([^<]*)(</div>)')
 DELIMITERS = ((r"\(", r"\)"), (r"\[", r"\]"))
+STYLE = re.compile(r'<style id="mathjax-chtml">(.*?)</style>', re.S)
+CONTENT = re.compile(r'content:\s*"((?:[^"\\]|\\.)*)"')
+CSS_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{1,6}) ?|\\(.)", re.S)
 
 
 def setup(app) -> None:
@@ -89,3 +98,39 @@ def render_site(outdir: Path, node_modules: Path) -> int:
     for (path, text, found), rendered in zip(pages, json.loads(run.stdout)):
         path.write_text(_splice(text, found, rendered), encoding="utf-8")
     return len(pages)
+
+
+def drawn_characters(site: Path) -> set[int]:
+    """Every character that a formula of the site draws with MathJax's fonts: the ``content`` of
+    the pages' CHTML stylesheets (a glyph is named there, never in the markup)."""
+    found: set[int] = set()
+    for path in site.rglob("*.html"):
+        for style in STYLE.findall(path.read_text(encoding="utf-8")):
+            for value in CONTENT.findall(style):
+                text = CSS_ESCAPE.sub(lambda m: chr(int(m[1], 16)) if m[1] else m[2], value)
+                found.update(map(ord, text))
+    return found
+
+
+def subset_fonts(site: Path, extra_roots: list[Path]) -> tuple[int, int]:
+    """Write into ``site``'s copy of MathJax's fonts only the glyphs of :func:`drawn_characters`
+    (each font from its original in one of ``extra_roots``); returns the fonts' total size before
+    and after (bytes)."""
+    from fontTools import subset
+
+    logging.getLogger("fontTools").setLevel(logging.WARNING)   # its INFO lines (~700) flooded the build log
+    options = subset.Options(flavor="woff", name_IDs=["*"], name_languages=["*"], name_legacy=True,
+                             notdef_outline=True, layout_features=["*"],   # names and licence kept
+                             drop_tables=subset.Options().drop_tables + ["FFTM"])   # FontForge's timestamp
+    characters = drawn_characters(site)
+    before = after = 0
+    for root in (r / FONTS for r in extra_roots if (r / FONTS).is_dir()):
+        for original in sorted(root.glob("*.woff")):
+            font = subset.load_font(str(original), options)   # timestamps kept: same input, same bytes
+            subsetter = subset.Subsetter(options)
+            subsetter.populate(unicodes=characters)
+            subsetter.subset(font)
+            target = site / FONTS / original.name
+            subset.save_font(font, str(target), options)
+            before, after = before + original.stat().st_size, after + target.stat().st_size
+    return before, after

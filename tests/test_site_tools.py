@@ -1,8 +1,12 @@
-"""The site's build helpers in site/ (no build needed): notebook export, search words, and the
-maths typeset at build time (needs `make site-node`)."""
+"""The site's build helpers in site/ (no build needed): notebook export, search words, the maths
+typeset at build time (needs `make site-node`), the CSS purge, the MathJax font subsets, the
+pre-compressed files and the server that sends them."""
 from __future__ import annotations
 
+import functools
+import gzip
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,10 +14,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
 
+import css_purge  # noqa: E402
 import math_prerender  # noqa: E402
 import notebook_export  # noqa: E402
+import precompress  # noqa: E402
 import search_math  # noqa: E402
 import skip_links  # noqa: E402
+import static_server  # noqa: E402
 
 
 @pytest.mark.parametrize("tex, words", [
@@ -223,3 +230,159 @@ def test_skip_links_name_each_head_viewer_and_each_sections_answers():
         ("#answers-2", "Quiz: what is a head?")]
     assert viewer["ids"] == ["head-viewer-1"] and viewer["classes"], "the id needs a <div> around the raw HTML"
     assert quiz[1]["ids"] == ["answers-1"] and not quiz[2]["ids"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Lighter pages: the CSS purge, MathJax's font subsets, pre-compressed files and their server
+# ---------------------------------------------------------------------------------------------
+SHEET = """@charset "UTF-8";
+/*! Licence: kept */
+/* a comment that goes */
+:root { --used: red; --via-used: var(--used2); --used2: 1px; --unused: blue; --chain: var(--unused2); --unused2: 2px }
+html[data-theme=dark] .bd-page, .modal-backdrop { color: var(--used) }
+.bd-page:hover > p::before, p:not(.never-seen) { margin: var(--via-used) }
+.drawer-open .bd-sidebar { left: 0 }
+.bs-tooltip-auto[data-popper-placement^=top] .tooltip-arrow { top: 0 }
+kbd, .never-seen { font-family: "Used Font" }
+@media (max-width: 960px) { .never-seen { color: blue } .bd-page { padding: 0 } }
+@media print { .never-seen { display: none } }
+@keyframes spin { to { transform: rotate(1turn) } }
+@keyframes never { to { opacity: 0 } }
+.bd-page p { animation: spin 1s; content: "\\203A" }
+@font-face { font-family: "Used Font"; src: url(u.woff) }
+@font-face { font-family: "Unused Font"; src: url(n.woff) }
+.bd-page { color: red; & p { color: blue } }
+"""
+
+
+def test_purge_keeps_what_the_pages_and_scripts_name_and_drops_the_rest():
+    names = css_purge.Names(tags={"html", "body", "p", "div"}, attributes={"data-theme", "class"},
+                            classes={"bd-page"}, words={"drawer-open", "bd-sidebar", "tooltip-arrow",
+                                                        "data-popper-placement", "bs-tooltip-auto"})
+    css = css_purge.purge({"a.css": SHEET}, names)["a.css"]
+    assert css.startswith('@charset "UTF-8";\n/*! Licence: kept */')          # licence comment stays
+    assert "a comment" not in css
+    assert 'html[data-theme=dark] .bd-page{color:var(--used)}' in css           # .modal-backdrop went
+    assert ".bd-page:hover > p::before,p:not(.never-seen){margin:var(--via-used)}" in css   # states stay
+    assert ".drawer-open .bd-sidebar{left:0}" in css                            # a class a script adds
+    assert ".bs-tooltip-auto[data-popper-placement^=top] .tooltip-arrow{top:0}" in css
+    assert "kbd" not in css and ".never-seen{" not in css and "@media print" not in css
+    assert "@media (max-width: 960px){\n.bd-page{padding:0}\n}" in css           # purged inside
+    assert "@keyframes spin" in css and "@keyframes never" not in css
+    assert '"Used Font"' not in css and "Unused Font" not in css                # no kept rule names them
+    assert ":root{--used:red;--via-used:var(--used2);--used2:1px}" in css       # read, even through one another
+    assert 'content:"\\203a "' in css                                            # ASCII, whatever the charset
+    assert ".bd-page{color: red; & p {color: blue}}" in css                         # nested rules kept whole
+    nested = css_purge.purge({"b.css": ":root { --deep: 3px; --none: 4px }\n@keyframes pulse { to { opacity: 0 } }\n"
+                                       ".bd-page { & p { margin: var(--deep); animation: pulse 1s } }"}, names)["b.css"]
+    assert ":root{--deep:3px}" in nested and "@keyframes pulse" in nested       # what a nested rule reads stays
+
+
+def test_purge_reads_names_from_the_pages_and_the_scripts_they_load(tmp_path):
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "app.js").write_text('el.classList.add("is-open"); x = `kind-${k}`;')
+    (tmp_path / "_static" / "unused.js").write_text('el.classList.add("never-loaded");')
+    (tmp_path / "_static" / "a.css").write_text(
+        ".is-open{a:b}.never-loaded{a:b}.kept .inline-word{a:b}#top{a:b}p[hidden]{a:b}svg{a:b}\n")
+    (tmp_path / "index.html").write_text(
+        '<html><body id="top"><p hidden class="kept x">t</p><script src="_static/app.js"></script>'
+        '<script>var c = "inline-word";</script><link rel="stylesheet" href="_static/a.css?v=1"></body></html>')
+    before, after = css_purge.purge_site(tmp_path)
+    css = (tmp_path / "_static" / "a.css").read_text()
+    assert css == ".is-open{a:b}\n.kept .inline-word{a:b}\n#top{a:b}\np[hidden]{a:b}\n" and after < before
+    version = css_purge._sha(css.encode())[:8]
+    assert f'href="_static/a.css?v={version}"' in (tmp_path / "index.html").read_text()
+    kept = tmp_path.parent / css_purge.ORIGINALS / "_static" / "a.css"
+    assert "never-loaded" in kept.read_text()                                    # the original, kept aside
+    (tmp_path / "index.html").write_text('<html><body><svg></svg><link href="_static/a.css"></body></html>')
+    css_purge.purge_site(tmp_path)                                               # a rebuild: from the original
+    assert (tmp_path / "_static" / "a.css").read_text() == "svg{a:b}\n"
+
+
+def test_fonts_keep_the_characters_the_formulas_draw(tmp_path):
+    from fontTools.ttLib import TTFont
+
+    source = NODE_MODULES / "mathjax-full" / "es5" / "output" / "chtml" / "fonts" / "woff-v2" / "MathJax_Main-Regular.woff"
+    if not source.is_file():
+        pytest.skip("mathjax-full is not installed: run `make site-node`")
+    fonts = tmp_path / "extra" / math_prerender.FONTS
+    fonts.mkdir(parents=True)
+    shutil.copy(source, fonts)
+    site = tmp_path / "html"
+    (site / math_prerender.FONTS).mkdir(parents=True)
+    (site / "p.html").write_text('<style id="mathjax-chtml">mjx-c.mjx-c3D::before { content: "="; }\n'
+                                 'mjx-c.mjx-c221A::before { content: "\\221A"; }</style>')
+    assert math_prerender.drawn_characters(site) == {ord("="), 0x221A}
+    before, after = math_prerender.subset_fonts(site, [tmp_path / "extra"])
+    assert before == source.stat().st_size and after < before / 4
+    font = TTFont(site / math_prerender.FONTS / source.name)
+    assert set(font.getBestCmap()) == {ord("="), 0x221A} and font.flavor == "woff"
+    assert "MathJax" in font["name"].getDebugName(1)                             # its names kept
+
+
+def test_text_files_get_gzip_and_brotli_variants_once(tmp_path):
+    import brotli
+
+    page = tmp_path / "a.html"
+    page.write_text("<p>hello</p>\n" * 200)
+    (tmp_path / "f.woff").write_bytes(b"wOFF" * 300)
+    (tmp_path / "tiny.css").write_text("a{}")
+    assert precompress.compress_site(tmp_path) == 2
+    assert gzip.decompress((tmp_path / "a.html.gz").read_bytes()) == page.read_bytes()
+    assert brotli.decompress((tmp_path / "a.html.br").read_bytes()) == page.read_bytes()
+    assert not (tmp_path / "f.woff.gz").exists() and not (tmp_path / "tiny.css.gz").exists()   # no gain
+    assert precompress.compress_site(tmp_path) == 1           # a.html is current; tiny.css is retried
+    page.unlink()
+    precompress.compress_site(tmp_path)
+    assert not (tmp_path / "a.html.gz").exists() and not (tmp_path / "a.html.br").exists()
+
+
+@pytest.mark.parametrize("header, codings", [
+    ("gzip, deflate, br, zstd", {"br", "gzip"}), ("gzip", {"gzip"}), ("br;q=0, gzip;q=0.5", {"gzip"}),
+    ("*", {"br", "gzip"}), ("*;q=0.1, gzip;q=0", {"br"}), ("identity", set()), (None, set()),
+    ("GZIP;q=bad", set()),
+])
+def test_accept_encoding_is_read_with_its_weights(header, codings):
+    assert static_server.accepted(header) == codings
+
+
+def test_the_server_sends_the_variant_the_browser_accepts(tmp_path):
+    import brotli
+    import http.client
+    import http.server
+    import threading
+
+    body = "<p>hello</p>\n" * 200
+    (tmp_path / "index.html").write_text(body)
+    (tmp_path / "plain.txt").write_text("x")
+    precompress.compress_site(tmp_path)
+    handler = functools.partial(static_server.Handler, directory=str(tmp_path))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+
+    def get(path, accept=None, method="GET"):
+        conn = http.client.HTTPConnection("127.0.0.1", httpd.server_address[1], timeout=10)
+        conn.request(method, path, headers={"Accept-Encoding": accept} if accept else {})
+        response = conn.getresponse()
+        data = response.read()
+        conn.close()
+        return response, data
+
+    try:
+        for accept, coding, decode in [("gzip, deflate, br", "br", brotli.decompress),
+                                       ("gzip", "gzip", gzip.decompress), (None, None, bytes)]:
+            response, data = get("/", accept)
+            assert response.status == 200 and response.getheader("Content-Encoding") == coding
+            assert response.getheader("Content-Type") == "text/html"
+            assert response.getheader("Vary") == "Accept-Encoding"
+            assert int(response.getheader("Content-Length")) == len(data)
+            assert decode(data).decode() == body
+        response, data = get("/index.html", "br", method="HEAD")
+        assert response.getheader("Content-Encoding") == "br" and data == b""
+        response, data = get("/plain.txt", "gzip, br")         # no variant: sent as it is, no Vary
+        assert data == b"x" and response.getheader("Content-Encoding") is None and response.getheader("Vary") is None
+        assert get("/missing.html", "gzip")[0].status == 404
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
