@@ -23,8 +23,6 @@ import queue
 import threading
 import time
 
-from nbgrader.api import (Assignment, Comment, Grade, Gradebook, MissingEntry, Student, SubmittedAssignment,
-                          SubmittedNotebook, new_uuid)
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ProgrammingError
@@ -63,6 +61,7 @@ class GradebookWriter:
         if course_id is None:
             raise SystemExit(f"The gradebook {make_url(db_url).render_as_string(hide_password=True)} has no "
                              f"assignment {assignment!r}: run `make release` (nbgrader generate_assignment) first.")
+        from nbgrader.api import Gradebook  # (nbgrader's import is most of loading the grader: made when a run opens it)
         self.gb = self._answered(Gradebook, db_url, course_id)  # nbgrader's default id would add a stray course row
         self._answered(_add_indexes, self.gb)
         self.assignment = assignment
@@ -157,6 +156,7 @@ class GradebookWriter:
                 for test in tests:
                     grade = ids.get((student, notebook, test["id"]))
                     if grade is None:
+                        from nbgrader.api import MissingEntry
                         raise MissingEntry(f"the gradebook has no grade {test['id']!r} of {notebook} for {student}")
                     updates.append({"id": grade, "score": test["score"]})
             if updates:  # a manual grade stays, flagged for review
@@ -173,6 +173,7 @@ class GradebookWriter:
         update_or_create_student and add_submission make (the student; the submission; per notebook, a
         submitted notebook; per grade cell a grade, per solution cell a comment, per task cell both), written
         in bulk: its ORM spent 23 ms a student (17 ms on PostgreSQL for the student row alone, a round trip each)."""
+        from nbgrader.api import Assignment, Comment, Grade, Student, SubmittedAssignment, SubmittedNotebook, new_uuid
         known = {sid for (sid,) in self.gb.db.query(Student.id)
                  .join(SubmittedAssignment, SubmittedAssignment.student_id == Student.id)
                  .join(Assignment, Assignment.id == SubmittedAssignment.assignment_id)
@@ -269,7 +270,7 @@ def with_timeouts(db_url: str) -> str:
     return url.update_query_dict(missing).render_as_string(hide_password=False) if missing else db_url
 
 
-def _add_indexes(gb: Gradebook) -> None:
+def _add_indexes(gb) -> None:
     """Create INDEXES where missing (a database user not allowed to: the run goes on without them)."""
     try:
         with gb.engine.begin() as db:
