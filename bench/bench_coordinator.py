@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -148,9 +149,10 @@ def child(spec: dict) -> None:
 
     sys.path.insert(0, spec.get("code") or str(ROOT))
     try:
-        from mha_grader.trusted import run
+        from mha_grader.trusted import cli, run
     except ModuleNotFoundError:  # a grader from before its three folders (--compare COMMIT): mha_grader/run.py
-        from mha_grader import run
+        from mha_grader import cli, run
+    getattr(cli, "_without_iri_grammars", lambda: None)()  # (what `python -m mha_grader` does as it starts, if it does)
 
     with open(spec["recorded"], "rb") as fh:
         recorded = pickle.load(fh)
@@ -161,12 +163,14 @@ def child(spec: dict) -> None:
         marks["planned"] = time.monotonic()
         marks["rss_planned_kb"] = _rss_kb("VmRSS")
         marks["cpu_planned"], marks["thread_cpu_planned"] = _cpu(), time.thread_time()
+        marks["threads_planned"] = _threads_cpu()
         return replay
 
     def recorded(*args, **kwargs):  # the summary starts once every grade is committed and stamped
         marks["recorded"], marks["cpu_recorded"], marks["thread_cpu_recorded"] = (time.monotonic(), _cpu(),
                                                                                   time.thread_time())
         marks["peak_recorded_kb"] = _rss_kb("VmHWM")
+        marks["threads_recorded"] = _threads_cpu()
         return summary(*args, **kwargs)
 
     summary = run.report.summary
@@ -195,6 +199,8 @@ def child(spec: dict) -> None:
         "start_to_recorded_s": marks["recorded"] - replay.t0, "summary_s": end - marks["recorded"],
         "cpu_grading_s": marks["cpu_recorded"] - marks["cpu_planned"], "cpu_s": _cpu() - cpu0,
         "thread_cpu_grading_s": marks["thread_cpu_recorded"] - marks["thread_cpu_planned"],
+        "threads_cpu_grading_s": {name: cpu - marks["threads_planned"].get(name, 0.0)
+                                  for name, cpu in marks["threads_recorded"].items()},
         "cpu_planning_s": marks["cpu_planned"] - cpu0,
         "rss_planned_kb": marks["rss_planned_kb"], "peak_recorded_kb": marks["peak_recorded_kb"],
         "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
@@ -203,6 +209,20 @@ def child(spec: dict) -> None:
 def _cpu() -> float:
     t = os.times()
     return t.user + t.system
+
+
+def _threads_cpu() -> dict[str, float]:
+    """CPU seconds of each of this process's threads, by role: "gradebook" (the database's), "files" (the file
+    writers'), "progress" and "other" (the main thread's is measured apart)."""
+    found: dict[str, float] = {}
+    for thread in threading.enumerate():
+        role = next((r for r in ("gradebook", "files", "progress") if thread.name.startswith(f"mha-{r}")), "other")
+        if thread is not threading.main_thread():
+            try:
+                found[role] = found.get(role, 0.0) + time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except (OSError, TypeError):  # (a thread that ended meanwhile)
+                pass
+    return found
 
 
 def _rss_kb(field: str) -> int:
@@ -306,10 +326,11 @@ def coordinate(course: Path, db_url: str, recorded: Path, workers: int, job_s: f
 
 
 def cpu_ms(m: dict) -> str:
-    """The coordinator's CPU per notebook in the grading phase: all its threads (the gradebook's included), and
-    the main thread's alone (the serial part)."""
-    n = max(m["notebooks"], 1)
-    return f"{m['cpu_grading_s'] / n * 1000:.2f}, {m['thread_cpu_grading_s'] / n * 1000:.2f}"
+    """The coordinator's CPU per notebook in the grading phase: all its threads; then the main thread's (making jobs,
+    recording), the gradebook's (the commits) and the file writer's (each is a serial part of the pipeline)."""
+    n, threads = max(m["notebooks"], 1), m.get("threads_cpu_grading_s", {})
+    return (f"{m['cpu_grading_s'] / n * 1000:.2f}; {m['thread_cpu_grading_s'] / n * 1000:.2f}, "
+            f"{threads.get('gradebook', 0) / n * 1000:.2f}, {threads.get('files', 0) / n * 1000:.2f}")
 
 
 def rate(m: dict) -> float:
@@ -325,7 +346,7 @@ def sweep(gradebooks: Gradebooks, kinds: list[str], course: Path, recorded: Path
     print(f"\n### Ceiling: {students} students x {len(kit.NOTEBOOKS)} notebooks per run; simulated workers of "
           f"{job_s:g} s a notebook\n")
     print("| gradebook | simulated workers | offered (nb/s) | grader | recorded (nb/s) | of offered | CPU per notebook "
-          "(ms): the process, its main thread | load |\n|---|---:|---:|---|---:|---:|---|---|")
+          "(ms): the process; its main, gradebook and files threads | load |\n|---|---:|---:|---|---:|---:|---|---|")
     for kind in kinds:
         for w in workers:
             for label, code in codes.items():
@@ -341,7 +362,7 @@ def whole_class(gradebooks: Gradebooks, kinds: list[str], course: Path, recorded
     print(f"\n### The whole class at once: {students} students x {len(kit.NOTEBOOKS)} notebooks, every result "
           f"ready (the coordinator's own pace)\n")
     print("| gradebook | grader | notebooks | planning (s) | grading phase (s) | recorded (nb/s) | CPU per notebook (ms): "
-          "the process, its main thread | summary and tables (s) | peak memory (MB): until recorded, with the summary "
+          "the process; its main, gradebook and files threads | summary and tables (s) | peak memory (MB): until recorded, with the summary "
           "| goal: < 120 s and >= 500 nb/s "
           "| load |\n|---|---|---:|---:|---:|---:|---|---:|---:|---|---|")
     for kind in kinds:
@@ -361,7 +382,8 @@ def memory(gradebooks: Gradebooks, full: Path, work: Path, sizes: list[int], rec
            codes: dict[str, Path | None]) -> None:
     print("\n### Memory: the coordinating process's resident memory, sqlite, every result ready\n")
     print("| grader | students | notebooks | after planning (MB) | peak until recorded (MB) | peak, summary included (MB) "
-          "| grading phase (s) | recorded (nb/s) | load |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| grading phase (s) | recorded (nb/s) | CPU per notebook (ms): the process; its main, gradebook and files "
+          "threads | load |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     points = {label: [] for label in codes}
     for n in sizes:
         course = subset(full, work / f"size-{n}" / "course", n)
@@ -370,7 +392,7 @@ def memory(gradebooks: Gradebooks, full: Path, work: Path, sizes: list[int], rec
             points[label].append((n, m["rss_planned_kb"] / 1024, m["peak_recorded_kb"] / 1024, m["peak_rss_kb"] / 1024))
             print(f"| {label} | {n} | {m['notebooks']} | {m['rss_planned_kb'] / 1024:.0f} | "
                   f"{m['peak_recorded_kb'] / 1024:.0f} | {m['peak_rss_kb'] / 1024:.0f} | {m['grading_s']:.1f} | "
-                  f"{rate(m):.0f} | {m['load']} |", flush=True)
+                  f"{rate(m):.0f} | {cpu_ms(m)} | {m['load']} |", flush=True)
         shutil.rmtree(course.parent)
     for label, found in points.items():
         if len(found) > 1:

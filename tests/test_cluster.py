@@ -21,7 +21,7 @@ def scheduler():
 
 
 def jobs(*students: str) -> list[dict]:
-    return [{"student": s, "notebook": nb, "key": f"{s}{nb}".ljust(16, "0"), "nb": {}, "reason": "", "cases": {}}
+    return [{"student": s, "notebook": nb, "key": f"{s}{nb}".ljust(16, "0"), "nb": {}, "reason": "", "seeds": {}}
             for s in students for nb in ("01_a", "02_b")]
 
 
@@ -124,7 +124,7 @@ def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(mon
 
     monkeypatch.setattr(judging, "grade_notebook", fake)
     monkeypatch.setattr(feedback, "render", lambda release, nb, result, student: "the page")
-    plan = [{"student": s, "notebook": "01_a", "key": "k", "nb": {}, "reason": s, "cases": {}}
+    plan = [{"student": s, "notebook": "01_a", "key": "k", "nb": {}, "reason": s, "seeds": {}}
             for s in ("infra", "bug", "fine")]
     backend = execute.Threads({"01_a": "release a"}, 2, sandbox.Limits(), unsafe=True)
     backend.stopping.wait = lambda seconds: None  # no pause between tries in a test

@@ -46,6 +46,26 @@ def test_no_secret_stops_with_how_to_make_one(course, tmp_path):
     assert not (course / "autograded").exists()
 
 
+def test_a_run_loads_nbgrader_only_to_open_the_gradebook_and_builds_no_uri_grammar(course, tmp_path):
+    """What a run imports, read from Python's own account (-X importtime): a run that stops before grading (no
+    secret) has loaded nothing of nbgrader, nbformat or jsonschema; a run that opens the gradebook loads nbgrader
+    and jsonschema, but not rfc3987_syntax, whose 38 grammars (half of loading the grader) serve only jsonschema's
+    "iri" formats, which nothing in a run checks."""
+    def imported(secret_file: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
+        run = subprocess.run([sys.executable, "-X", "importtime", "-m", "mha_grader", "--course", str(course), "grade",
+                              "--student", "nobody"], env=kit.grader_env(secret_file), capture_output=True, text=True)
+        return run, {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    secret = tmp_path / "secret"
+    secret.write_text("0123456789abcdef" * 4 + "\n")
+    secret.chmod(0o600)
+    stopped, early = imported(tmp_path / "missing")
+    assert stopped.returncode == 2 and "mha_grader.trusted.run" in early, stopped.stderr[-2000:]
+    assert not [m for m in early if m.split(".")[0] in ("nbgrader", "nbformat", "jsonschema")]
+    opened, whole = imported(secret)
+    assert opened.returncode == 0 and {"nbgrader.api", "jsonschema"} <= whole, opened.stderr[-3000:]
+    assert "lark" not in whole  # (the grammars' library: rfc3987_syntax is looked for, and refused, by jsonschema)
+
+
 def test_secret_command_creates_a_private_file_once(tmp_path):
     env = {**kit.grader_env(tmp_path / "s"), "MHA_GRADER_SECRET": str(tmp_path / "s")}
     cmd = [sys.executable, "-m", "mha_grader", "secret"]

@@ -96,3 +96,34 @@ def test_a_new_submission_has_the_rows_nbgrader_would_make(course):
     writer.close()
     ours, theirs = _rows(course, "by_us"), _rows(course, "by_nbgrader")
     assert ours == theirs and len(ours) > len(kit.NOTEBOOKS)
+
+
+def _ids(course, student: str) -> list[str]:
+    """The ids of the rows made for ``student``'s submission: the submission, its notebooks, grades and comments."""
+    import sqlite3
+    db = sqlite3.connect(course / "gradebook.db")
+    found = [i for (i,) in db.execute("SELECT id FROM submitted_assignment WHERE student_id = ?", (student,))]
+    notebooks = [i for (i,) in db.execute("SELECT id FROM submitted_notebook WHERE assignment_id = ?", found)]
+    for table in ("grade", "comment"):
+        found += [i for n in notebooks for (i,) in db.execute(f"SELECT id FROM {table} WHERE notebook_id = ?", (n,))]
+    db.close()
+    return found + notebooks
+
+
+def test_the_rows_of_a_later_batch_have_ids_that_sort_after(course):
+    """The writer's row ids are nbgrader's form (32 hex digits: a UUID, here of version 7, the time first), and those
+    of a later batch sort after every earlier one, so each batch's rows sit together at the end of every index that
+    holds an id, whatever the size of the gradebook (uuid4's random ids spread a batch over the whole index)."""
+    import time
+    import uuid
+    course_obj = course_mod.Course(course)
+    writer = GradebookWriter(course_obj.db_url, "mha")
+    for student in ("early", "late"):
+        writer.record(student, P, [])
+        writer.flush()
+        time.sleep(0.01)
+    writer.close()
+    early, late = _ids(course, "early"), _ids(course, "late")
+    assert len(early) == len(set(early)) > len(kit.NOTEBOOKS) and len(late) == len(early)
+    assert all(len(i) == 32 and uuid.UUID(i).hex == i and uuid.UUID(i).version == 7 for i in early + late)
+    assert max(early) < min(late)

@@ -214,17 +214,37 @@ def test_a_job_whose_bytes_were_graded_comes_back_unchanged(course):
     the_course = Course(course)
     [record] = jobs.plan(the_course, KEY, _args(student=["same"], notebook=[S]))[0]
     job = jobs.Maker(the_course, KEY)(record)
-    assert job["raw"] is not None and job["cases"]
+    assert job["raw"] is not None and job["seeds"]
     the_course.stamp("same", {S: record["stamp"]})
     (course / "submitted/same/mha" / f"{S}.ipynb").touch()  # the status changes, the bytes do not
     [again] = jobs.plan(the_course, KEY, _args(student=["same"], notebook=[S]))[0]
     assert jobs.Maker(the_course, KEY)(again) == {"student": "same", "notebook": S, "raw": None, "reason": "",
-                                                  "cases": {}, "unchanged": True}
+                                                  "seeds": {}, "unchanged": True}
     settled = {**again["stamp"], "read_ns": again["stamp"]["status"][5] + jobs.RACY_NS + 1}
     the_course.stamp("same", {S: settled})  # read well after its last change: trusted
     assert jobs.plan(the_course, KEY, _args(student=["same"], notebook=[S]))[0] == []
     the_course.stamp("same", {S: {**settled, "read_ns": settled["status"][5] + 1}})  # read within the same tick
     assert len(jobs.plan(the_course, KEY, _args(student=["same"], notebook=[S]))[0]) == 1
+
+
+def test_a_job_carries_seeds_that_draw_what_the_secret_draws_for_its_submission(course):
+    """A job carries one seed per grade cell (no key, no arrays: the cases are drawn where it is graded); drawn
+    from them, every case is, array for array (dtype, layout, bytes), the one secret.rng draws for these bytes of
+    this student's notebook, and another student's seeds are others."""
+    kit.submit(course, "seeded", {S: kit.filled(course, S)})
+    kit.submit(course, "other", {S: kit.filled(course, S)})
+    the_course = Course(course)
+    made = {r["student"]: jobs.Maker(the_course, KEY)(r)
+            for r in jobs.plan(the_course, KEY, _args(student=["seeded", "other"], notebook=[S]))[0]}
+    job, digest = made["seeded"], hashlib.sha256(made["seeded"]["raw"]).hexdigest()
+    cells = [g.id for g in the_course.releases[S].grade_cells]
+    assert list(job["seeds"]) == cells and all(type(seed) is int for seed in job["seeds"].values())
+    assert not set(job["seeds"].values()) & set(made["other"]["seeds"].values())
+    drawn = jobs.draw(job["seeds"])
+    for cell in cells:
+        wanted = hidden_cases(cell, secret.rng(KEY, "mha", S, cell, "seeded", digest))
+        assert [(c.function, c.names, c.check, json.dumps(c.specs())) for c in drawn[cell]] == \
+            [(c.function, c.names, c.check, json.dumps(c.specs())) for c in wanted]
 
 
 def _depth(value) -> int:

@@ -11,8 +11,10 @@ The path of one notebook, and the module that takes each step:
   plan      jobs.plan      which notebooks to grade: new or changed since their stamp (course.py),
                            from the files' status alone, nothing opened; each student's timestamp.txt
                            read as data (collected.py)
-  make      jobs.Maker     the notebook's bytes read once (notebooks.read_file), the hidden inputs
-                           drawn from them and the secret (secret.py, mha_checks.hidden)
+  make      jobs.Maker     the notebook's bytes read once (notebooks.read_file), and the seeds of its
+                           hidden inputs, derived from them and the secret (secret.py)
+  draw      jobs.draw      the hidden inputs drawn from the seeds (mha_checks.hidden), where the job
+                           is graded
   rule      judging.plan   the notebook (parsed within bounds: notebooks.parse) matched to the
                            release, and the ready-made rule decided from its source (mha_checks.admission):
                            what each test's functions reach runs, and only that; a test that
@@ -35,7 +37,7 @@ run.py holds one run together: the course's lock (lock.py), ctrl-C and SIGTERM (
 command that resumes (resume.py) and the exit statuses; cli.py is `python -m mha_grader`; export.py is
 the course's `nbgrader export` plugin (nbgrader's columns, then lms_user_id). Jobs run
 on execute.py's threads in this process or on Dask workers (cluster.py), which run execute.grade_job
-(run, check, judge, render) and need no course folder, secret or gradebook; execute.py also names
+(draw, run, check, judge, render) and need no course folder, secret or gradebook; execute.py also names
 the grader's version (every source file of mha_grader and mha_checks, and the packages they rest
 on) so that a run uses one version only.
 """

@@ -16,6 +16,7 @@ from . import resume, stopping
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _without_iri_grammars()
     args.argv = argv  # None: this process's own (resume.command rebuilds the command typed)
     if args.command == "grade":
         return _grade(args, resume.command(argv))
@@ -30,6 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     problems = run.isolation_problems(Path(args.course))  # probe
     print("\n".join(problems) or "The sandbox isolates student code on this machine.")
     return 1 if problems else 0
+
+
+def _without_iri_grammars() -> None:
+    """Loading nbgrader imports jsonschema (nbgrader -> nbformat -> jsonschema), which imports rfc3987_syntax where it
+    is installed (Jupyter's server installs it), and that compiles 38 Lark grammars as it is imported: 1.2 s of CPU,
+    half of loading the grader, for the "iri" formats of a jsonschema FormatChecker. Nothing in this process checks
+    a format (nbformat validates without a FormatChecker; the grader reads notebooks as data within its own bounds,
+    notebooks.parse), so this process does without it: jsonschema then leaves those two formats unchecked, as it
+    does where rfc3987_syntax is not installed."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # (None: its import raises ImportError, which jsonschema expects)
 
 
 def _grade(args, resume: str) -> int:

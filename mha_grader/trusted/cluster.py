@@ -8,8 +8,9 @@ mha_grader.trusted.cluster`` run from a checkout of this repository (same commit
 repository root on PYTHONPATH (see the README); the preload imports the grader and checks the sandbox as
 the worker starts, before it takes jobs. A worker runs only execute.grade_job (the sandbox and the judge):
 it needs no course folder, no secret and no gradebook. Each job carries its notebook's bytes (read once
-by the coordinator as the job is made, jobs.Maker; decoded on the worker) and the hidden cases drawn
-from them; the result (plain data) comes back to the coordinating process, which alone records it.
+by the coordinator as the job is made, jobs.Maker; decoded on the worker) and the seeds of the hidden
+cases (secret.seed, drawn on the worker: jobs.draw); the result (plain data) comes back to the
+coordinating process, which alone records it.
 
 One grader version per run: every job asks for a Dask resource named after the coordinator's
 fingerprint (execute.fingerprint: the grader's and the checks' source, the packages they rest on). A

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from ..walls import sandbox
-from . import feedback, judging, notebooks
+from . import feedback, jobs, judging, notebooks
 
 RETRIES = 2  # a sandbox failure is tried this many more times
 PACKAGES = ("numpy", "torch", "nbgrader", "distributed", "latex2mathml")  # what the judge, the sandbox, the
@@ -48,12 +48,12 @@ def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
     failed on it (reported once, never retried). Raises InfraError when the sandbox failed.
 
     ``job`` (jobs.Maker) carries the notebook's bytes ("raw"; None with the "reason" it was not read), decoded
-    here within notebooks.parse's bounds, and the hidden cases drawn from them."""
+    here within notebooks.parse's bounds, and the seeds its hidden cases are drawn from here (jobs.draw)."""
     if job.get("unchanged"):
         return {"unchanged": True}
     try:
         nb, reason = notebooks.parse(job["raw"]) if job.get("raw") is not None else (None, job["reason"])
-        result = judging.grade_notebook(release, nb, reason, job["cases"], limits, unsafe)
+        result = judging.grade_notebook(release, nb, reason, jobs.draw(job["seeds"]), limits, unsafe)
         if result["status"] == "infra":
             raise InfraError("the sandbox returned nothing (" + ("; ".join(result["notes"]) or "no detail") + ")")
         result["feedback"] = feedback.render(release, nb if result["status"] == "graded" else None, result,

@@ -13,7 +13,9 @@ A job is made from its record when its turn comes (:class:`Maker`: in the thread
 this process just before it is sent to a Dask worker). The file is read once
 (:func:`notebooks.read_file`); the sha256 of those bytes keys the draw of the hidden inputs, the grade
 and the stamp, and the job carries the bytes themselves (the worker decodes them within
-:func:`notebooks.parse`'s bounds). So what is graded is what was drawn for and what is stamped,
+:func:`notebooks.parse`'s bounds) and, per grade cell, the seed its hidden inputs are drawn from
+(:func:`secret.seed`, from the secret and those bytes). The worker draws them (:func:`draw`): the
+coordinator of a cluster, which makes every job, derives 32 bytes a cell and draws nothing. So what is graded is what was drawn for and what is stamped,
 whatever the file holds later: a file handed in again during the run is named at the end ("changed
 during the run") and, its status being another, graded by the next run. A file that is refused (a
 link, a folder, anything but a regular file, too large) draws nothing and is never graded: each test
@@ -117,18 +119,21 @@ class Maker:
         record["stamp"] = {"key": key, "context": self.context, "file": path and path.name, "status": read.status,
                            "read_ns": since, **({"others": others} if others is not None else {})}
         job = {"student": record["student"], "notebook": record["notebook"], "raw": read.raw,
-               "reason": read.reason, "cases": {}}
+               "reason": read.reason, "seeds": {}}
         if key == record.get("stamped") and not self.force:
             return {**job, "raw": None, "unchanged": True}
         if read.raw is not None:
-            job["cases"] = self.draw(record["student"], record["notebook"], read.digest)
+            job["seeds"] = self.seeds(record["student"], record["notebook"], read.digest)
         return job
 
-    def draw(self, student: str, name: str, digest: str) -> dict:
-        """{grade id: its hidden cases} for these bytes of this student's notebook (secret.rng)."""
-        return {g.id: hidden_cases(g.id, course_secret.rng(self.key, self.course.assignment, name, g.id, student,
-                                                           digest))
+    def seeds(self, student: str, name: str, digest: str) -> dict[str, int]:
+        """{grade id: the seed of its hidden cases} for these bytes of this student's notebook (secret.seed)."""
+        return {g.id: course_secret.seed(self.key, self.course.assignment, name, g.id, student, digest)
                 for g in self.course.releases[name].grade_cells}
+
+    def draw(self, student: str, name: str, digest: str) -> dict:
+        """{grade id: its hidden cases} for these bytes of this student's notebook (what the job's worker draws)."""
+        return draw(self.seeds(student, name, digest))
 
     def _read(self, record: dict) -> tuple[notebooks.Read, Path | None, list | None, int]:
         """(the read, the path read or None, the candidates' [name, status] if they were looked at, when the
@@ -175,6 +180,13 @@ class Maker:
                  f"cells, so they are not graded: {', '.join(unmatched[:3])}{', ...' if len(unmatched) > 3 else ''}"
                  ] if unmatched else []
         return {"at": at, "reads": reads, "left": looking, "others": others, "notes": notes}
+
+
+def draw(seeds: dict[str, int]) -> dict[str, list]:
+    """{grade id: its hidden cases}, drawn from a job's seeds where the job is graded (execute.grade_job: in the
+    grading thread, or on the Dask worker), not where it is made: the coordinator of a cluster, which makes every
+    job, sends 32 bytes a cell instead of drawing each case's arrays (and pickling them onto the wire)."""
+    return {grade_id: hidden_cases(grade_id, course_secret.generator(seed)) for grade_id, seed in seeds.items()}
 
 
 def notes_after(results: list, failed: list, changed: list) -> list[str]:

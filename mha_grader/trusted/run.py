@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from ..walls import probing, sandbox
-from . import collected, course as course_mod, execute, jobs, lateness, recording, report, resume as resume_mod
+from . import collected, course as course_mod, execute, jobs, recording, report, resume as resume_mod
 from . import secret as course_secret
 from .gradebook import GradebookWriter, Silent
 from .lock import CourseLock, Held, Unwritable
@@ -91,6 +91,7 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
             return EXIT_NO_ISOLATION
     report.status("reading the course and planning the jobs")
     with stop.waiting():
+        from . import lateness  # (it imports nbgrader, most of loading the grader: made once a run reads the course)
         course = course_mod.Course(root, args.assignment, args.db_url)
         try:
             penalties = lateness.load_penalties(course.root)

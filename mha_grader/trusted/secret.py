@@ -60,5 +60,15 @@ def rng(key: bytes, *names: str) -> np.random.Generator:
     bytes): each student's every submission gets its own hidden inputs, so a leaked draw is worth
     nothing, and the same submission is always graded on the same ones. Every draw holds every
     property the cell tests (:mod:`mha_checks.hidden`)."""
-    digest = hmac.new(key, "/".join(names).encode(), hashlib.sha256).digest()
-    return np.random.default_rng(int.from_bytes(digest, "big"))
+    return generator(seed(key, *names))
+
+
+def seed(key: bytes, *names: str) -> int:
+    """The seed of :func:`rng`'s generator (256 bits): what a job carries instead of the key, so that its hidden
+    inputs are drawn where it is graded (jobs.draw) and nothing there can draw another submission's."""
+    return int.from_bytes(hmac.new(key, "/".join(names).encode(), hashlib.sha256).digest(), "big")
+
+
+def generator(seed: int) -> np.random.Generator:
+    """The generator of a seed made by :func:`seed`."""
+    return np.random.default_rng(seed)
