@@ -10,12 +10,21 @@ out:
                                                   the same socket with one line {"specs": [...]})
   {"test": id, "case": i, "outcome": {...}}       the call's outcome (plain data)
   {"test": id, "cells": [{"label", "type", "message", "line"}]}   cells that raised
-  {"test": id, "status": "done" | "timeout" | "signal" | "exit" | "budget" | "cells" | "large",
-   "detail": ...}
+  {"test": id, "status": "done" | "timeout" | "signal" | "exit" | "budget" | "cells" | "large" | "spent" | "wall",
+   "detail": ..., "time": {"cpu", "own", "wall", "notebook_cpu", "notebook_own"}}
 
 ("cells": the notebook's own cells did not finish within a test's time, so this test and every
-later one cannot run; "budget": not run, the notebook's time is spent; "large": the call's
-result was larger than a record may be.)
+later one cannot run; "budget": not run, the notebook's time is spent; "spent": stopped when the
+notebook's time ran out; "wall": stopped by the wall-clock backstop before the student's code had
+spent its time, and so is every later test; "large": the call's result was larger than a record may be.)
+
+A test's time is the student's own (Clock, Budget): its CPU time, read from the job cgroup's count, and
+the time its code spent waiting by itself (sleeping, blocked), which is the time this process waited for
+it less what the machine took (each task's run-queue wait, this process's own lateness). "time" gives the
+seconds spent, as read here; the judge, outside, decides from them whose the time was: a test stopped
+before its code spent its own seconds ("wall", or facts that do not add up) is never the student's
+verdict, and the notebook is graded again. A busy machine makes a test take longer in wall-clock time,
+never changes its verdict; a paused one likewise.
 
 The child's frames are data: a value the function returned, or the error it raised (an error whose
 description raises is sent as one without words). Whether the call changed its arguments in place
@@ -45,6 +54,7 @@ import calling  # noqa: E402 - copied next to this file into the job folder, as 
 import student  # noqa: E402
 
 OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+COUNT = [int(sys.argv[2])] if len(sys.argv) > 2 else []  # the job cgroup's CPU count, open (walls/forkserver.py)
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
     JOB = json.load(_fh)
 MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader reads 8 MB per line)
@@ -52,12 +62,15 @@ FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's 
 KILL_ROUNDS = 8               # finding and killing what a test left running, at most this many times
 PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_CHILD_SUBREAPER = 4, 15, 36
 LIBC = ctypes.CDLL(None, use_errno=True)
+CLOCK = None  # the job's Clock (main)
 
 
 def emit(record: dict) -> None:
-    data = (json.dumps(record) + "\n").encode()
+    data, since = (json.dumps(record) + "\n").encode(), time.monotonic()
     while data:
         data = data[os.write(OUT, data):]
+    if CLOCK:  # (a grader that does not read holds this process: that time is no one's)
+        CLOCK.for_the_grader(since)
 
 
 class Channel:
@@ -74,11 +87,13 @@ class Channel:
         if self.latest[0] == (test, case):
             return self.latest[1]
         emit({"ask": [test, case]})
+        since = time.monotonic()
         while b"\n" not in self.buffer:
             chunk = os.read(OUT, 1 << 16)
             if not chunk:
                 return None
             self.buffer += chunk
+        CLOCK.for_the_grader(since)  # (the grader's answer, however long it took, is no one's time)
         line, self.buffer = self.buffer.split(b"\n", 1)
         answer = json.loads(line)
         specs = answer.get("specs") if isinstance(answer, dict) else None
@@ -94,25 +109,209 @@ def shared_memory(size: int) -> calling.Layout:
     return calling.Layout(mmap.mmap(-1, max(size, calling.ALIGN)))
 
 
+# --- the time a test may take: the student's own, read from facts its code cannot change --------
+
+CHECK_S = 0.25  # the longest pid 1 waits on the student's code before it looks at the time again
+SETTLE_S = 0.05  # a test starts with a look when more than this passed since the last
+
+
+class Clock:
+    """The job's time as the student's code spends it, read by this process (pid 1: the student's
+    processes can neither signal it nor change what it reads):
+
+    cpu   CPU seconds of every process of the job but this one: the job cgroup's count, held open since
+          before pid 1 gave up its privileges (walls/cgroups.py; it counts ended processes too), less pid
+          1's own; without a cgroup (the unsafe mode), what /proc says of the student's processes;
+    own   the seconds that passed while the student's code ran or waited by itself (its cells, its calls,
+          this process reading what they send), less the time spent waiting for the grader (asking for
+          inputs, sending records) and the time the machine took from the job: the longest run-queue wait
+          of any of its tasks since the last look (/proc/PID/task/TID/schedstat: runnable but not running,
+          as on a busy machine) or this process's own lateness (a wait that ended later than asked: the
+          job was paused), whichever is larger. Code that sleeps, blocks on a read or stops itself spends
+          its own time; code that the machine kept from a CPU does not.
+
+    The lateness counts at once; the run-queue waits and the CPU time when it looks (a read of the count
+    and of each task's schedstat): at most every CHECK_S while a test runs (a quick test pays none), and
+    as a test starts after more than SETTLE_S since the last look (each test is charged for its own)."""
+
+    def __init__(self, count: int | None, own_namespace: bool):
+        self.count, self.own_namespace = count, own_namespace
+        self.child = None         # (the unsafe mode) the student's process whose tasks are looked at
+        self.born = time.monotonic()
+        self.excluded = 0.0       # seconds spent waiting for the grader: no one's
+        self.lost = 0.0           # seconds the machine took
+        self.late = 0.0           # this process's lateness since the last look (counted in lost already)
+        self.looked = (self.born, 0.0)  # (when, gross()) at the last look
+        self.delays: dict = {}    # task -> its run-queue wait (ns) at the last look
+        self.cpu_seen = self.cpu()
+
+    def gross(self, now: float) -> float:
+        """Seconds since the job began, but those spent waiting for the grader."""
+        return now - self.born - self.excluded
+
+    def own(self) -> float:
+        return self.gross(time.monotonic()) - self.lost
+
+    def select(self, readable: list, writable: list, seconds: float) -> tuple[list, list]:
+        """select(2) for at most ``seconds``; its lateness is the machine's, and the clock looks every CHECK_S."""
+        start = time.monotonic()
+        ready, ready_w, _ = select.select(readable, writable, [], seconds)
+        now = time.monotonic()
+        late = max(0.0, now - start - seconds)
+        self.late, self.lost = self.late + late, self.lost + late
+        if now - self.looked[0] >= CHECK_S:
+            self.look(now)
+        return ready, ready_w
+
+    def for_the_grader(self, since: float) -> None:
+        """The time from ``since`` to now went to waiting for the grader (its answer, its reading): no one's."""
+        self.excluded += time.monotonic() - since
+
+    def look(self, now: float | None = None) -> None:
+        """Count the time the machine took since the last look (the longest run-queue wait beyond the lateness
+        counted already); read the CPU time anew."""
+        now = time.monotonic() if now is None else now
+        delays = self._delays()
+        worst = max((d - self.delays.get(task, 0) for task, d in delays.items()), default=0) / 1e9
+        span = self.gross(now) - self.looked[1]
+        self.lost += max(0.0, min(span, worst) - self.late)
+        self.delays, self.late, self.looked = delays, 0.0, (now, self.gross(now))
+        self.cpu_seen = self.cpu()
+
+    def settle(self) -> None:
+        """Look, if more than SETTLE_S passed since the last look: what the machine took then is charged to the
+        test that ran then (a quick test costs no look)."""
+        now = time.monotonic()
+        if self.gross(now) - self.looked[1] > SETTLE_S:
+            self.look(now)
+
+    def cpu(self) -> float:
+        """CPU seconds of the job's processes but this one, so far."""
+        if self.count is None:
+            return self._cpu_from_proc()
+        os.lseek(self.count, 0, os.SEEK_SET)
+        text = os.read(self.count, 4096).decode()
+        if " " not in text.strip():  # cgroup v1's cpuacct.usage: nanoseconds
+            total = int(text) / 1e9
+        else:  # cgroup v2's cpu.stat: usage_usec, microseconds
+            total = next(int(line.split()[1]) for line in text.splitlines() if line.startswith("usage_usec ")) / 1e6
+        return total - time.process_time()
+
+    def _processes(self, this_one: bool) -> list[str]:
+        """The /proc entries of the job's processes: every process of the namespace (or, in the unsafe mode, the
+        child alone), this one among them if ``this_one``."""
+        if not self.own_namespace:
+            return ([str(self.child)] if self.child else []) + ([str(os.getpid())] if this_one else [])
+        return [name for name in os.listdir("/proc") if name.isdigit() and (this_one or name != "1")]
+
+    def _delays(self) -> dict:
+        """{task: its run-queue wait in ns} of every task of the job (this process's too: starved, it reads late)."""
+        found = {}
+        for pid in self._processes(this_one=True):
+            try:
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                        found[tid] = int(fh.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # it has just ended
+        return found
+
+    def _cpu_from_proc(self) -> float:
+        """Without a cgroup: the ended children's CPU (as os.times counts it) and the living student processes'
+        (with what they reaped)."""
+        ended = os.times()
+        total = ended.children_user + ended.children_system
+        for pid in self._processes(this_one=False):
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+                total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+            except (OSError, ValueError):
+                continue
+        return total
+
+
+class Mark:
+    """The clock's readings at one moment: (wall, cpu, own)."""
+
+    def __init__(self, clock: Clock, fresh: bool = True):
+        self.wall, self.cpu, self.own = time.monotonic(), clock.cpu() if fresh else clock.cpu_seen, clock.own()
+
+    def since(self, start: "Mark") -> tuple[float, float, float]:
+        return self.wall - start.wall, self.cpu - start.cpu, self.own - start.own
+
+
+class Budget:
+    """One test's time: limits' ``test_s`` of own time and ``test_cpu_s`` of CPU time, each within what is left
+    of the notebook's ``notebook_s``, and a wall-clock backstop of ``backstop`` times the test's seconds, past
+    which the time is the machine's, not the student's (the judge, outside, says so from the facts).
+
+    left()   how long pid 1 may wait before it looks again (0: the time is up);
+    stop()   (status, detail) of a test stopped for its time: "timeout" (the test's own limit: detail, its
+             seconds), "spent" (the notebook's: its seconds), "wall" (the backstop: its seconds);
+    facts()  what was spent, for the report: the test's cpu, own and wall seconds, the notebook's cpu and own."""
+
+    def __init__(self, clock: Clock, notebook: Mark, limits: dict):
+        self.clock, self.notebook, self.limits = clock, notebook, limits
+        clock.settle()
+        self.start = Mark(clock)
+        _, cpu_before, own_before = self.start.since(notebook)
+        self.own = min(limits["test_s"], limits["notebook_s"] - own_before)
+        self.cpu = min(limits["test_cpu_s"], limits["notebook_s"] - cpu_before)
+        self.wall = limits["backstop"] * limits["test_s"]
+
+    def spent_before(self) -> bool:
+        """The notebook's time was spent before this test began."""
+        return min(self.own, self.cpu) <= 0
+
+    def left(self) -> float:
+        left = self._left()
+        if left <= 0:  # (up, by the readings so far: looked at anew before it is said)
+            self.clock.look()
+            left = self._left()
+        return left
+
+    def _left(self) -> float:
+        wall, cpu, own = Mark(self.clock, fresh=False).since(self.start)
+        return max(0.0, min(self.own - own, self.cpu - cpu, self.wall - wall))
+
+    def stop(self) -> tuple[str, float]:
+        wall, cpu, own = Mark(self.clock).since(self.start)
+        if own < self.own and cpu < self.cpu:
+            return "wall", self.wall
+        if (own >= self.own and self.own < self.limits["test_s"]) or (cpu >= self.cpu and self.cpu < self.limits["test_cpu_s"]):
+            return "spent", self.limits["notebook_s"]
+        return "timeout", self.limits["test_s"]
+
+    def facts(self) -> dict:
+        self.clock.settle()
+        now = Mark(self.clock)
+        wall, cpu, own = now.since(self.start)
+        _, notebook_cpu, notebook_own = now.since(self.notebook)
+        return {name: round(value, 3) for name, value in (("cpu", cpu), ("own", own), ("wall", wall),
+                                                          ("notebook_cpu", notebook_cpu), ("notebook_own", notebook_own))}
+
+
 # --- the tests, driven from the harness ------------------------------------------------------
 
 class Child:
     """The process that runs the cells, then the cases of one test after another: its pipes, and the
-    deadline of the test it is running. Each request bears a number, and only a frame with that number
+    time of the test it is running (its Budget). Each request bears a number, and only a frame with that number
     answers it: whatever else reaches the pipe (what the student's code writes there, or the rest of an
     earlier answer) is read and skipped.
 
     Its states, as the harness sees them: running (it may answer), then ended (``self.end``, set once,
     when it is reaped: ("exit", status) or ("signal", number)). Whenever the harness waits for an answer
-    it gets one of: the frame awaited; "timeout" (nothing by the deadline; the child is then killed);
+    it gets one of: the frame awaited; "timeout" (nothing before the test's time was up: its Budget says which
+    limit; the child is then killed);
     "large" (a line past MAX_FRAME); or the child's end, whatever its status, 0 included: a child ends by
     itself only before it answered. A child that ends after its last answer of a test costs nothing: the
     next test gets a new one (see :meth:`gone`)."""
 
-    def __init__(self, shared: calling.Layout, tests: int, seconds: float):
+    def __init__(self, shared: calling.Layout, budget: Budget):
         to_child, self.requests = os.pipe()
         self.answers, from_child = os.pipe()
-        self.deadline = time.monotonic() + seconds  # (the caller sets it again for each test)
+        self.budget = budget  # (the caller sets it again for each test)
         self.failures: list = []  # the cells that raised, reported with each test it runs
         self.pid = os.fork()
         if self.pid == 0:
@@ -120,7 +319,7 @@ class Child:
             try:
                 os.close(self.requests)
                 os.close(self.answers)
-                student.main(JOB, OUT, shared, to_child, from_child, tests)
+                student.main(JOB, [OUT, *COUNT], shared, to_child, from_child)
                 status = 0  # (the harness closed the requests: never before the child's last answer)
             finally:
                 os._exit(status)
@@ -128,16 +327,19 @@ class Child:
         os.close(from_child)
         os.set_blocking(self.requests, False)  # (a child that reads nothing cannot hold the harness)
         self.pidfd = os.pidfd_open(self.pid)
+        CLOCK.child = self.pid
         self.buffer = b""
         self.seq = 0  # the number of the frame awaited (0: the cells')
         self.answered = 0  # how many frames it sent that answered a request
         self.end: tuple[str, int] | None = None
 
-    def cells(self, seconds: float) -> tuple[str, object]:
-        """Wait for the cells to have run: ("done", None), else (status, detail) as a test's."""
+    def cells(self) -> tuple[str, object]:
+        """Wait for the cells to have run: ("done", None), else (status, detail) as a test's ("cells" when the
+        test's own limit stopped them)."""
         kind, frame = self.frame()
         if kind == "timeout":
-            return "cells", round(seconds, 1)
+            status, detail = self.budget.stop()
+            return "cells" if status == "timeout" else status, detail
         if kind != "frame":
             return kind, frame
         failures = frame.get("cells") if isinstance(frame, dict) else None
@@ -153,15 +355,14 @@ class Child:
                 return kind, frame
             if kind != "frame":
                 return kind, frame
-            if time.monotonic() > self.deadline:  # (lines that keep coming do not hold the test past its time)
+            if self.budget.left() <= 0:  # (lines that keep coming do not hold the test past its time)
                 return "timeout", None
 
     def _next(self) -> tuple[str, object]:
         """("frame", the child's next frame as parsed JSON) or (status, detail) when it has none."""
         chunk = self.buffer
         while b"\n" not in chunk:  # (only the newest chunk can hold the line's end)
-            left = self.deadline - time.monotonic()
-            ready, _, _ = select.select([self.answers, self.pidfd], [], [], max(left, 0.0))
+            ready, _ = self.wait([self.answers, self.pidfd])
             if self.answers in ready:
                 chunk = os.read(self.answers, 1 << 16)
                 if chunk:
@@ -175,10 +376,9 @@ class Child:
 
     def ended(self) -> tuple[str, object]:
         """The child closed its pipe, or ended, before it answered: its end, ("exit", status) or
-        ("signal", number), once it has ended; "timeout" if it lives on past the deadline."""
+        ("signal", number), once it has ended; "timeout" if it lives on past the test's time."""
         if self.end is None:
-            ready, _, _ = select.select([self.pidfd], [], [], max(self.deadline - time.monotonic(), 0.0))
-            if not ready:
+            if not self.wait([self.pidfd])[0]:
                 return "timeout", None
             self._reap()
         return self.end
@@ -193,14 +393,22 @@ class Child:
         _, status = os.waitpid(self.pid, 0)
         self.end = ("signal", os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit", os.WEXITSTATUS(status))
 
+    def wait(self, readable: list, writable: tuple = ()) -> tuple[list, list]:
+        """Wait until one of the descriptors is ready: (those ready to read, to write), both empty once the
+        test's time is up."""
+        while (left := self.budget.left()) > 0:
+            ready, ready_w = CLOCK.select(readable, list(writable), min(left, CHECK_S))
+            if ready or ready_w:
+                return ready, ready_w
+        return [], []
+
     def request(self, case: dict) -> bool:
-        """Send the next request, by the deadline; False if the child cannot take it (gone, or its pipe
+        """Send the next request within the test's time; False if the child cannot take it (gone, or its pipe
         closed or full until then)."""
         self.seq += 1
         data = (json.dumps({**case, "seq": self.seq}) + "\n").encode()
         while data:
-            left = self.deadline - time.monotonic()
-            if left <= 0 or not select.select([], [self.requests], [], left)[1]:
+            if not self.wait([], [self.requests])[1]:
                 return False
             try:
                 data = data[os.write(self.requests, data):]
@@ -220,8 +428,7 @@ class Child:
         os.close(self.pidfd)
 
 
-def run_test(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child, seconds: float) \
-        -> tuple[str, object]:
+def run_test(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child) -> tuple[str, object]:
     """Each case of the test: ask, lay out, call in the child, observe. (status, detail); "done": the
     child may run the next test."""
     if job.failures:
@@ -232,10 +439,13 @@ def run_test(index: int, test: dict, shared: calling.Layout, channel: Channel, j
             return "exit", "no inputs"
         laid = shared.lay_out(case["names"], specs)
         if not job.request({"function": case["function"], "names": case["names"], "specs": laid}):
-            return job.ended()  # (its end, or "timeout": it lives but took no request)
-        kind, outcome = job.frame()
+            kind, outcome = job.ended()  # (its end, or "timeout": it lives but took no request)
+        else:
+            kind, outcome = job.frame()
+        if kind == "timeout":
+            return job.budget.stop()
         if kind != "frame":
-            return (kind, round(seconds, 1)) if kind == "timeout" else (kind, outcome)
+            return kind, outcome
         emit({"test": test["id"], "case": i, "outcome": observed(outcome, shared.changed(), case["names"])})
     return "done", 0
 
@@ -339,6 +549,7 @@ def processes() -> dict[int, tuple[bytes, int]]:
 
 
 def main() -> None:
+    global CLOCK
     LIBC.prctl(PR_SET_NAME, b"mha-harness", 0, 0, 0)
     LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of this user may read or write this one's memory
     LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of a test come back here to be reaped
@@ -347,48 +558,55 @@ def main() -> None:
         import torch  # imported once here, inherited by the child
         torch.set_num_threads(1)
     shared, channel = shared_memory(int(JOB["shared_bytes"])), Channel()
-    deadline = time.monotonic() + JOB["limits"]["notebook_s"]
+    limits = JOB["limits"]
+    CLOCK = Clock(COUNT[0] if COUNT else None, bool(JOB.get("own_namespace")))
+    notebook = Mark(CLOCK)
     stuck = None  # the cells themselves never finished: every later test would hang the same way
+    late = None   # the backstop stopped a test: the machine, not the student, holds the job back
     job = None    # the child the last test left running, if any
     for index, test in enumerate(JOB["tests"]):
-        left = deadline - time.monotonic()
-        if stuck or left <= 0:
-            emit({"test": test["id"], "status": "cells" if stuck else "budget",
-                  "detail": stuck or JOB["limits"]["notebook_s"]})
+        budget = Budget(CLOCK, notebook, limits)
+        if late is None and time.monotonic() - notebook.wall >= limits["backstop"] * limits["notebook_s"]:
+            late = ("wall", limits["backstop"] * limits["notebook_s"]), budget.facts()
+        if stuck or late or budget.spent_before():
+            (status, detail), facts = stuck or late or (("budget", limits["notebook_s"]), budget.facts())
+            emit({"test": test["id"], "status": status, "detail": detail, "time": facts})
             continue
-        job, status, detail = test_in_a_child(index, test, shared, channel, job, min(JOB["limits"]["test_s"], left))
+        job, status, detail = test_in_a_child(index, test, shared, channel, job, budget)
+        facts = budget.facts()
         if status == "cells":
-            stuck = detail
-        emit({"test": test["id"], "status": status, "detail": detail})
+            stuck = (status, detail), facts  # (what the later tests report: this test's time)
+        if status == "wall":
+            late = (status, detail), facts
+        emit({"test": test["id"], "status": status, "detail": detail, "time": facts})
     # (a child still running ends with this process: the kernel ends the namespace with its pid 1)
 
 
-def test_in_a_child(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child | None, seconds: float) \
-        -> tuple[Child | None, str, object]:
+def test_in_a_child(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child | None,
+                    budget: Budget) -> tuple[Child | None, str, object]:
     """Run test ``index`` in ``job`` (the child the last test left running) or in a new one that runs the
-    cells first: (the child for the next test, None if it goes; the test's status and detail).
+    cells first, within ``budget``: (the child for the next test, None if it goes; the test's status and detail).
 
     A test is charged only for an end in a child that ran it from the start: a reused child that
     ends before answering anything of this test (a thread of an earlier test's, say) is replaced
     and the test run again, once, in a new child; whatever ended it belongs to the tests before,
     which have their answers. Every other end, a timeout or an answer too large costs this test."""
-    end = time.monotonic() + seconds
     reported_cells = False
     for _ in range(2):
         if job is not None and job.gone():
             job = discard(job)
         reused = job is not None
         if job is None:
-            job = Child(shared, len(JOB["tests"]) - index, end - time.monotonic())
-            status, detail = job.cells(seconds)
+            job = Child(shared, budget)
+            status, detail = job.cells()
             if reported_cells:
                 job.failures = []  # (the first try reported them already: once per test)
         else:
-            job.deadline, status, detail = end, "done", None
+            job.budget, status, detail = budget, "done", None
         if status != "done":
             break
         answered, reported_cells = job.answered, reported_cells or bool(job.failures)
-        status, detail = run_test(index, test, shared, channel, job, seconds)
+        status, detail = run_test(index, test, shared, channel, job)
         if not (reused and status in ("exit", "signal") and job.answered == answered):
             break
         job = discard(job)
