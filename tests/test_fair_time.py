@@ -203,3 +203,45 @@ def test_a_paused_worker_is_named_and_changes_no_grade_and_no_byte(quiet, paused
     assert graded[0] == graded[1], graded  # each notebook once: none lost, none counted twice
     assert kit.scores(paused["course"]) == kit.scores(quiet["course"])
     assert differences(outputs(paused["course"]), outputs(quiet["course"])) == []
+
+
+def test_a_job_the_machine_holds_back_is_graded_by_the_next_run_never_zeroed(tmp_path):
+    """Every time the sleeping answer's job is tried, all its processes are SIGSTOPped from outside past its
+    wall-clock backstop (10 times its 1 s): the run says the notebook could not be graded because the machine held
+    its job back (on the terminal and in notes.csv), stamps nothing and exits 1; nothing pauses the next run,
+    which grades it as its code deserves (0: "stopped after 1 s"). On the code before issue 35 the first run
+    stamped that 0."""
+    from test_sandbox import _descendants
+    from mha_grader.walls import sandbox
+    course = kit.make_course(tmp_path / "course")
+    student = next(w for w in WAITING if w.student == "w01_sleeps_in_its_function")
+    student.submit(course)
+    command = [*grader(course)[:-len(LIMITS)], "--test-seconds", "1", "--notebook-seconds", "2",
+               "--notebook", "02_split_heads"]
+    run = subprocess.Popen(command, env=env(course), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    paused = set()
+    while run.poll() is None:  # each new job of this run: paused 11 s (its pid 1 and its child)
+        jobs = [pid for pid in _descendants(run.pid) if pid not in paused and
+                sandbox.UID_BASE <= os.stat(f"/proc/{pid}").st_uid < sandbox.UID_BASE + sandbox.SLOTS]
+        if jobs:
+            time.sleep(0.3)  # (its child runs the cells by now)
+            jobs = [pid for pid in _descendants(run.pid) if
+                    sandbox.UID_BASE <= os.stat(f"/proc/{pid}").st_uid < sandbox.UID_BASE + sandbox.SLOTS]
+            for pid in jobs:
+                os.kill(pid, signal.SIGSTOP)
+            time.sleep(11)
+            for pid in jobs:
+                os.kill(pid, signal.SIGCONT)
+            paused.update(jobs)
+        time.sleep(0.05)
+    out, err = run.communicate()
+    where = f"{student.student}/02_split_heads"
+    assert run.returncode == 1, out[-2000:] + err[-2000:]
+    assert re.search(rf"1 could not be graded .*\n  {where}: the machine held its job back", out), out[-2000:]
+    notes = (course / "notes.csv").read_text()
+    assert f"{where}: could not be graded: the machine held its job back" in notes, notes
+    assert not (course / "autograded" / student.student / "mha" / ".graded.json").exists() or \
+        "02_split_heads" not in json.loads((course / "autograded" / student.student / "mha" / ".graded.json").read_text())
+    again = subprocess.run(command, env=env(course), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "stopped after 1 s" in kit.feedback_text(course, student.student, "02_split_heads")

@@ -268,7 +268,7 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
 
 def _job_files(job_dir: Path, program: str, job: dict) -> None:
     """The job folder: the program, the modules it imports, and job.json; readable by the sandbox's users."""
-    for name in (INSIDE / program, CALLING, INSIDE / "as_student.py", INSIDE / "student.py"):
+    for name in (INSIDE / program, CALLING, INSIDE / "as_student.py", INSIDE / "student.py", INSIDE / "clock.py"):
         shutil.copy(name, job_dir / name.name)
     (job_dir / "job.json").write_text(json.dumps(job))
     for path in (job_dir.parent, job_dir, *job_dir.iterdir()):
