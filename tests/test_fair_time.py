@@ -36,12 +36,11 @@ import pytest
 
 from neighbours import Neighbours
 from submissions import every_kind, kit
+from submissions.every_kind import differences, outputs
 from submissions.waiting import WAITING
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's tests run as root, as CI does")
 LIMITS = ("--test-seconds", "3", "--notebook-seconds", "8")
-OUTPUTS = ("feedback", "autograded", "grades_by_student.csv", "mistakes.csv", "tests.csv", "notes.csv",
-           "class_report.html")
 SERVICES = kit.REPO / "scripts" / "services.py"
 
 
@@ -57,21 +56,6 @@ def env(course: Path) -> dict:
         secret.write_text("0123456789abcdef" * 4 + "\n")
         secret.chmod(0o600)
     return kit.grader_env(secret)
-
-
-def outputs(course: Path) -> dict[str, bytes]:
-    """Every file the run wrote for students and the instructor (the stored results, which hold timings, aside)."""
-    found = {}
-    for name in OUTPUTS:
-        path = course / name
-        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
-            if file.is_file() and not file.name.endswith(".result.json") and file.name != ".graded.json":
-                found[str(file.relative_to(course))] = file.read_bytes()
-    return found
-
-
-def differences(a: dict, b: dict) -> list[str]:
-    return sorted(name for name in set(a) | set(b) if a.get(name) != b.get(name))
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@ the time limits beneath it must hold), so every line of every answer runs; the r
 corrupt memory on purpose (to show that the rule refuses them) are left out: run, they would crash at a
 place that varies from run to run.
 """
+from pathlib import Path
+
 from . import corpora, judged, kit
 from .hostile import HOSTILE
 from .mutants import MUTANTS
@@ -28,6 +30,27 @@ SMALL = {  # one or two of each kind, for a test that runs in CI
     "waiting": tuple(w.student for w in WAITING),
     "corpus": ("h32_project_torch_from_numpy", "h34_split_nanogpt_view_transpose", "r01_sdpa"),
 }
+
+
+OUTPUTS = ("feedback", "autograded", "grades_by_student.csv", "mistakes.csv", "tests.csv", "notes.csv",
+           "class_report.html")  # what a grading run writes for the students and the instructor
+
+
+def outputs(course: Path) -> dict[str, bytes]:
+    """Every file of OUTPUTS, by its path in the course (the stored results and stamps, which hold timings and
+    file statuses, aside)."""
+    found = {}
+    for name in OUTPUTS:
+        path = course / name
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if file.is_file() and not file.name.endswith(".result.json") and file.name != ".graded.json":
+                found[str(file.relative_to(course))] = file.read_bytes()
+    return found
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    """The files that differ between two outputs(), or are in one only."""
+    return sorted(name for name in set(a) | set(b) if a.get(name) != b.get(name))
 
 
 def small(course) -> list[str]:
