@@ -10,6 +10,7 @@ the time limits beneath it must hold), so every line of every answer runs; the r
 corrupt memory on purpose (to show that the rule refuses them) are left out: run, they would crash at a
 place that varies from run to run.
 """
+from itertools import zip_longest
 from pathlib import Path
 
 from . import corpora, judged, kit
@@ -68,25 +69,28 @@ def small(course) -> list[str]:
 
 
 def large(course, students: int = 100) -> list[str]:
-    """Every entry of every catalogue: a student per hostile, untrusted and waiting submission (right answers
-    in the notebooks it leaves alone), then the one-notebook answers (mutants, the corpus) dealt five to a
-    student, and right students up to ``students``. Every student hands in the five notebooks."""
+    """``students`` students (more if the catalogues below need more) handing in the five notebooks: one per
+    hostile, untrusted and waiting submission (right answers in the notebooks it leaves alone, but where its
+    extra files take their place), then students whose five notebooks each hold a one-notebook answer, the
+    mutants', the honest corpus's and the ready-made routes' dealt in turn, each notebook's in the catalogues'
+    order, until ``students`` are made (right answers where a notebook's answers run out)."""
     names = []
     for case in HOSTILE + UNTRUSTED + WAITING:
         made = case.build(course)
-        kit.submit(course, case.student, {**{n: kit.filled(course, n) for n in kit.NOTEBOOKS if n not in made}, **made})
+        right = {} if case.extra else {n: kit.filled(course, n) for n in kit.NOTEBOOKS if n not in made}  # (its extra
+        kit.submit(course, case.student, {**right, **made})  # files may take a notebook's place: a link, a folder)
         if case.extra:
             case.extra(course, course / "submitted" / case.student / kit.ASSIGNMENT)
         names.append(case.student)
-    singles = list(_one_notebook_answers(course, [m.student for m in MUTANTS] + [e.name for e in corpora.HONEST]
-                                         + [e.name for e in corpora.READY_MADE if e.name not in UNSAFE_ROUTES]).values())
-    queues = {n: [content for notebook, content in singles if notebook == n] for n in kit.NOTEBOOKS}
-    i = 0
-    while any(queues.values()) or len(names) < students:
+    kinds = [[m.student for m in MUTANTS], [e.name for e in corpora.HONEST],
+             [e.name for e in corpora.READY_MADE if e.name not in UNSAFE_ROUTES]]
+    answers = _one_notebook_answers(course, [name for kind in kinds for name in kind])
+    queues = {n: [answers[name][1] for group in zip_longest(*kinds) for name in group
+                  if name and answers[name][0] == n] for n in kit.NOTEBOOKS}
+    for i in range(max(0, students - len(names))):
         name = f"s{i:03d}_mixed"
         kit.submit(course, name, {n: queues[n].pop(0) if queues[n] else kit.filled(course, n) for n in kit.NOTEBOOKS})
         names.append(name)
-        i += 1
     return names
 
 
