@@ -1,6 +1,6 @@
 """A class holding every kind of answer the test corpora hold, for the proof that a grade is the student's
 code's alone, whatever the machine does (tests/test_fair_time.py: a small class; bench/bench_fair_time.py:
-the whole catalogue, 100 students and more).
+100 students and more, every hostile, untrusted and waiting submission among them).
 
 The catalogues: right answers, the mutants (a classic mistake each), the hostile and untrusted submissions,
 the answers whose time is the question (waiting.py: sleeps, blocking reads, a process stopping itself,
