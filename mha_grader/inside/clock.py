@@ -181,9 +181,9 @@ class Budget:
         wall, cpu, own = Mark(self.clock).since(self.start)
         if own < self.own and cpu < self.cpu:
             return "wall", self.wall
-        if (own >= self.own and self.own < self.limits["test_s"]) or (cpu >= self.cpu and self.cpu < self.limits["test_cpu_s"]):
-            return "spent", self.limits["notebook_s"]
-        return "timeout", self.limits["test_s"]
+        by_the_notebook = (own >= self.own and self.own < self.limits["test_s"]) \
+            or (cpu >= self.cpu and self.cpu < self.limits["test_cpu_s"])
+        return ("spent", self.limits["notebook_s"]) if by_the_notebook else ("timeout", self.limits["test_s"])
 
     def facts(self) -> dict:
         self.clock.settle()

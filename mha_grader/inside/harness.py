@@ -114,17 +114,16 @@ def shared_memory(size: int) -> calling.Layout:
 
 class Child:
     """The process that runs the cells, then the cases of one test after another: its pipes, and the
-    time of the test it is running (its Budget). Each request bears a number, and only a frame with that number
-    answers it: whatever else reaches the pipe (what the student's code writes there, or the rest of an
-    earlier answer) is read and skipped.
+    time of the test it is running (its clock.Budget). Each request bears a number, and only a frame with
+    that number answers it: whatever else reaches the pipe (what the student's code writes there, or the
+    rest of an earlier answer) is read and skipped.
 
     Its states, as the harness sees them: running (it may answer), then ended (``self.end``, set once,
     when it is reaped: ("exit", status) or ("signal", number)). Whenever the harness waits for an answer
-    it gets one of: the frame awaited; "timeout" (nothing before the test's time was up: its Budget says which
-    limit; the child is then killed);
-    "large" (a line past MAX_FRAME); or the child's end, whatever its status, 0 included: a child ends by
-    itself only before it answered. A child that ends after its last answer of a test costs nothing: the
-    next test gets a new one (see :meth:`gone`)."""
+    it gets one of: the frame awaited; "timeout" (nothing before the test's time was up: its Budget says
+    which limit; the child is then killed); "large" (a line past MAX_FRAME); or the child's end, whatever
+    its status, 0 included: a child ends by itself only before it answered. A child that ends after its
+    last answer of a test costs nothing: the next test gets a new one (see :meth:`gone`)."""
 
     def __init__(self, shared: calling.Layout, budget: Budget):
         to_child, self.requests = os.pipe()

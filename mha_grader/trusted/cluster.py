@@ -59,6 +59,7 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 
 from distributed import WorkerPlugin
+from distributed.scheduler import heartbeat_interval
 
 from ..walls import probing, sandbox
 from . import execute
@@ -73,7 +74,7 @@ LIVENESS_S = 1.0  # how often the wait for results asks the scheduler which work
 WORKERLESS_S = 5.0  # how long a run that had a worker of its version may go without one before it stops
 WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their notebooks' bytes)
 WORKER_TTL = "15s"  # a worker that sent no heartbeat for this long is dropped (distributed.scheduler.worker-ttl)
-SILENT_S = 10.0  # a worker the scheduler has not heard from for this long is named on the terminal
+SILENT_S = 10.0  # a worker the scheduler has not heard from for this long (3 heartbeats at least) is named
 
 
 class Dask:
@@ -197,7 +198,7 @@ class Dask:
                     _say(f"Dask worker {_named(address, info)} answers the scheduler again.")
                 continue
             quiet = now - before[1]
-            if address not in self.silent and quiet >= SILENT_S:
+            if address not in self.silent and quiet >= max(SILENT_S, 3 * heartbeat_interval(len(workers))):
                 held = self._held_by(address)
                 if held:
                     self.silent[address] = _named(address, info)
