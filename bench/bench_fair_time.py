@@ -1,7 +1,7 @@
 """Fair-time benchmark (a measurement, not a test): the same marks on a quiet, a busy and a paused machine.
 
-One class of --students students (default 100, more when the catalogues need them), each handing in the
-five notebooks, holding every kind of answer the test corpora hold (tests/submissions/every_kind.large:
+One class of --students students (default 100, more when the catalogues need them), each handing in every
+notebook of the assignment, holding every kind of answer the test corpora hold (tests/submissions/every_kind.large:
 right answers, every mutant, hostile, untrusted and waiting submission, the honest corpus, the ready-made
 routes but those that corrupt memory), endless loops and sleeps included, graded with the static rule
 off (the rule admits no code that sleeps; the time limits beneath it must hold), three times:

@@ -85,10 +85,12 @@ def test_a_quiet_run_gives_each_answer_what_it_is_worth(quiet):
             assert phrase in kit.feedback_text(course, case.student, notebook), (case.student, notebook)
     honest = {"s00_correct": kit.NOTEBOOKS, "h32_project_torch_from_numpy": ["01_project"],
               "h34_split_nanogpt_view_transpose": ["02_split_heads"]}  # (the last two import torch in a NumPy exercise)
+    full = kit.max_scores(course)  # (a test's points: some are worth 2)
     for student, notebooks in honest.items():
         for notebook in notebooks:
             tests = scores[student][notebook]
-            assert all(v == 1.0 for k, v in tests.items() if k != "needs_manual_grade"), (student, notebook, tests)
+            assert all(v == full[notebook][k] for k, v in tests.items() if k != "needs_manual_grade"), \
+                (student, notebook, tests)
     stopped = kit.feedback_text(course, "w01_sleeps_in_its_function", "02_split_heads")
     assert "stopped after 3 s" in stopped and "None" not in stopped  # a real N: the limit that stopped it
 

@@ -147,7 +147,8 @@ class Dask:
             if future.cancelled() and not self.stopped:
                 self._alive()  # the client cancels every future as it loses the scheduler: not the jobs' failure
             self._submit_next()
-            jobs, outcome = self.jobs.pop(future.key), _outcome(future)
+            outcome = self._fetched(future)
+            jobs = self.jobs.pop(future.key)
             self.sent.pop(future.key, None)
             outcomes = outcome if isinstance(outcome, list) else [dict(outcome) for _ in jobs]  # the task failed
             yield from zip(jobs, outcomes, strict=True)
@@ -163,6 +164,15 @@ class Dask:
                 return False
             time.sleep(POLL_S)
         return True
+
+    def _fetched(self, future) -> dict:
+        """The outcome of a finished task, the workers watched meanwhile: a result held by a stopped worker comes
+        only once the scheduler has dropped that worker and computed the task again elsewhere."""
+        while True:
+            try:
+                return _outcome(future, timeout=LIVENESS_S)
+            except TimeoutError:
+                self._alive()
 
     def _alive(self) -> None:
         """Raise SchedulerLost when the scheduler closed the connection or does not answer, WrongVersion when
@@ -368,11 +378,16 @@ async def _drop(dask_scheduler, address: str, why: str) -> str:
     return await dask_scheduler.remove_worker(address, stimulus_id=why, close=True)
 
 
-def _outcome(future) -> dict:
-    """The result of a finished task, or {"failed": sentence} (never an empty reason)."""
+def _outcome(future, timeout: float) -> dict:
+    """The result of a finished task, or {"failed": sentence} (never an empty reason); TimeoutError when it could
+    not be fetched within ``timeout`` seconds (its worker stopped, say)."""
     from distributed import KilledWorker
     try:
-        return future.result()  # a result lost with its worker is computed again, then returned
+        return future.result(timeout=timeout)  # a result lost with its worker is computed again, then returned
+    except TimeoutError:
+        if future.status != "error":
+            raise
+        return {"failed": f"Dask could not run it ({execute.sentence(future.exception())})"}
     except execute.InfraError as err:
         return {"failed": f"{err}; tried {execute.RETRIES + 1} times"}
     except KilledWorker as err:

@@ -69,9 +69,9 @@ def small(course) -> list[str]:
 
 
 def large(course, students: int = 100) -> list[str]:
-    """``students`` students (more if the catalogues below need more) handing in the five notebooks: one per
-    hostile, untrusted and waiting submission (right answers in the notebooks it leaves alone, but where its
-    extra files take their place), then students whose five notebooks each hold a one-notebook answer, the
+    """``students`` students (more if the catalogues below need more) handing in every notebook of the assignment:
+    one per hostile, untrusted and waiting submission (right answers in the notebooks it leaves alone, but where its
+    extra files take their place), then students whose notebooks each hold a one-notebook answer, the
     mutants', the honest corpus's and the ready-made routes' dealt in turn, each notebook's in the catalogues'
     order, until ``students`` are made (right answers where a notebook's answers run out)."""
     names = []
