@@ -39,9 +39,11 @@ into the job's /job and runs them there, and inside/ imports nothing of this pac
 import each other, and mha_checks/calling.py, by file). tests/test_layout.py checks it.
 
 Where to look: the limits are walls/sandbox.Limits, applied by walls/cgroups.py (the job's memory,
-processes and CPU), walls/forkserver.py (per-process limits), inside/harness.py (each test's and the
-notebook's wall time; walls/sandbox.py gives the job 30 s more before it ends it) and inside/student.py
-(CPU time), and worded for the student by trusted/judging.py; the round trip of a job is
+processes and CPU), walls/forkserver.py (per-process limits), inside/clock.py with inside/harness.py
+(each test's and the notebook's time: the student's own, CPU time from the job cgroup's count and time
+the code waited by itself, the machine's share left out; a wall-clock backstop, after which
+walls/sandbox.py ends the job), and judged and worded by trusted/judging.py (a stop the seconds do
+not support is the machine's: never a grade, the notebook is graded again); the round trip of a job is
 inside/harness.py (what it sends and asks), walls/sandbox.py (what is read, and answered) and
 trusted/frames.py (what is accepted); a job's own cost is spent in walls/forkserver.py (the fork, the
 file system, the filter), inside/ (the cells and the calls) and walls/sandbox.py (the job's files,

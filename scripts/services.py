@@ -1,7 +1,7 @@
 """Throw-away services on loopback for tests and benchmarks: a PostgreSQL server, a Dask scheduler
 and its workers. Everything started here is stopped here, by process id, also when starting fails.
 
-    python scripts/services.py start DIR [--postgres] [--dask-workers N]   # prints DIR/services.json
+    python scripts/services.py start DIR [--postgres] [--dask-workers N] [--worker-preload MODULE]  # prints DIR/services.json
     python scripts/services.py stop DIR                                    # stops all, removes the data
     python scripts/services.py run DIR [--postgres] [--dask-workers N] -- COMMAND ...
         (start, run COMMAND with MHA_GRADER_DB_URL / DASK_SCHEDULER_ADDRESS set, then stop)
@@ -12,10 +12,13 @@ folder, it listens on 127.0.0.1 only (a free port), password authentication, one
 `gradebook`; fsync is off (nothing here is worth keeping). The gradebook URL is
 postgresql+psycopg://grader:PASSWORD@127.0.0.1:PORT/gradebook.
 
-Dask: `dask scheduler --host 127.0.0.1` and N `dask worker` processes (1 thread each) on loopback,
-started from the repository root with it on PYTHONPATH, each with `--preload mha_grader.trusted.cluster` (the
-scheduler unpickles the grading tasks, the workers run them: both import the grader as they start). Run this file with
-the venv's Python (the `dask` command is taken from the same folder).
+Dask: `dask scheduler --host 127.0.0.1` and N `dask worker` processes (1 thread each, each under its
+nanny) on loopback, started from the repository root with it on PYTHONPATH, each with `--preload
+mha_grader.trusted.cluster` (the scheduler unpickles the grading tasks, the workers run them: both import
+the grader as they start), and any `--worker-preload` (a module or a .py file the workers load too: a
+test's change to the grader). The scheduler drops a worker silent for the grader's WORKER_TTL
+(distributed.scheduler.worker-ttl). Run this file with the venv's Python (the `dask` command is taken
+from the same folder).
 
 Each service runs in its own session; `stop` signals that whole process group and waits until no
 process of it is left (services.json keeps the ids).
@@ -41,7 +44,7 @@ PG_USER, PG_DB = "grader", "gradebook"
 
 # --- starting ---------------------------------------------------------------------------------
 
-def start(folder: Path, postgres: bool, dask_workers: int) -> dict:
+def start(folder: Path, postgres: bool, dask_workers: int, worker_preload: list[str] = ()) -> dict:
     """Start the services; on any failure stop what was started and raise."""
     folder.mkdir(parents=True, exist_ok=True)
     state = {"processes": [], "folders": []}
@@ -49,7 +52,7 @@ def start(folder: Path, postgres: bool, dask_workers: int) -> dict:
         if postgres:
             state["db_url"] = _postgres(folder, state)
         if dask_workers:
-            state["scheduler"] = _dask(folder, state, dask_workers)
+            state["scheduler"] = _dask(folder, state, dask_workers, list(worker_preload))
     except BaseException:
         _save(folder, state)
         stop(folder)
@@ -140,10 +143,12 @@ def _chown(data_root: Path) -> None:
             os.chown(path, user.pw_uid, user.pw_gid)
 
 
-def _dask(folder: Path, state: dict, workers: int) -> str:
+def _dask(folder: Path, state: dict, workers: int, preload: list[str]) -> str:
+    from mha_grader.trusted.cluster import WORKER_TTL
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+           "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": WORKER_TTL}
     log = folder / "dask-scheduler.log"
     scheduler = _spawn(state, "dask-scheduler", [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1",
                                                   "--port", str(port), "--no-dashboard",
@@ -153,7 +158,8 @@ def _dask(folder: Path, state: dict, workers: int) -> str:
     for n in range(workers):
         _spawn(state, f"dask-worker-{n}", [str(BIN / "dask"), "worker", address, "--host", "127.0.0.1",
                                            "--nthreads", "1", "--no-dashboard", "--name", f"worker-{n}",
-                                           "--preload", "mha_grader.trusted.cluster"],
+                                           "--preload", "mha_grader.trusted.cluster",
+                                           *(arg for module in preload for arg in ("--preload", module))],
                folder / f"dask-worker-{n}.log", cwd=REPO, env=env)
     from distributed import Client
     with Client(address, timeout="30s") as client:
@@ -260,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path, help="where the state, the logs and services.json go")
     parser.add_argument("--postgres", action="store_true", help="a PostgreSQL server with a gradebook database")
     parser.add_argument("--dask-workers", type=int, default=0, help="a Dask scheduler with this many workers")
+    parser.add_argument("--worker-preload", action="append", default=[],
+                        help="a module or .py file each worker loads too (repeatable)")
     argv = sys.argv[1:] if argv is None else argv
     command = argv[argv.index("--") + 1:] if "--" in argv else []
     args = parser.parse_args(argv[:len(argv) - len(command) - ("--" in argv)])
@@ -267,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         killed = stop(args.folder)
         print("stopped" + (f" (killed: {', '.join(killed)})" if killed else ""))
         return 0
-    state = start(args.folder, args.postgres, args.dask_workers)
+    state = start(args.folder, args.postgres, args.dask_workers, args.worker_preload)
     if args.action == "start":
         print(json.dumps(state, indent=1))
         return 0

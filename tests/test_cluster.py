@@ -110,7 +110,9 @@ def test_a_stop_reaches_a_running_student_task_and_no_other_run(monkeypatch):
 
 
 def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(monkeypatch):
-    """The local threads: an InfraError is tried three times; any other error of the grader once, in words."""
+    """The local threads: an InfraError is tried three times, and so is a job the machine held back (a time limit
+    that stopped it before the student's code spent that time: never a grade); any other error of the grader
+    once, in words."""
     from mha_grader.trusted import feedback, judging
     calls = Counter()
 
@@ -118,6 +120,8 @@ def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(mon
         calls[reason] += 1
         if reason == "infra":
             return {"status": "infra", "notes": ["the fork server went away"]}
+        if reason == "machine":
+            return {"status": "machine", "notes": ["the machine held its job back: t was stopped after 100 s"]}
         if reason == "bug":
             raise KeyError("cases")
         return {"status": "graded", "tests": [], "notes": []}
@@ -125,13 +129,14 @@ def test_only_sandbox_failures_are_retried_and_a_grader_bug_is_reported_once(mon
     monkeypatch.setattr(judging, "grade_notebook", fake)
     monkeypatch.setattr(feedback, "render", lambda release, nb, result, student: "the page")
     plan = [{"student": s, "notebook": "01_a", "key": "k", "nb": {}, "reason": s, "seeds": {}}
-            for s in ("infra", "bug", "fine")]
+            for s in ("infra", "machine", "bug", "fine")]
     backend = execute.Threads({"01_a": "release a"}, 2, sandbox.Limits(), unsafe=True)
     backend.stopping.wait = lambda seconds: None  # no pause between tries in a test
     backend.start(plan)
     done = {job["reason"]: result for job, result in filter(None, backend.results(0.05))}
     backend.close()
-    assert calls == {"infra": 3, "bug": 1, "fine": 1}
+    assert calls == {"infra": 3, "machine": 3, "bug": 1, "fine": 1}
     assert done["infra"] == {"failed": "the sandbox returned nothing (the fork server went away); tried 3 times"}
+    assert done["machine"] == {"failed": "the machine held its job back: t was stopped after 100 s; tried 3 times"}
     assert done["bug"]["failed"].startswith("the grader itself failed on this notebook (KeyError: 'cases')")
     assert done["fine"] == {"status": "graded", "tests": [], "notes": [], "feedback": "the page"}

@@ -1016,3 +1016,144 @@ def test_two_gradings_of_a_submission_that_draws_random_numbers_give_the_same_by
     project = [t["message"] for t in gradings[0][1]["01_project.result.json"]["tests"]]
     assert sum("wrong values in the result" in m for m in project) >= 2, project  # (the noise is quoted)
     assert any(t["score"] == 0 for t in gradings[0][1]["05_assembly.result.json"]["tests"])  # (and dropped out)
+
+
+# --- issue 35: a test's time is the student's own, whatever the machine does ---
+
+SLEEPS = "import time\ndef probe():\n    time.sleep(1000)\n"
+SPINS = "def probe():\n    while True:\n        pass\n"
+WORKS_A_SECOND = "import time\ndef probe():\n    t = time.process_time()\n    while time.process_time() < t + 1:\n        pass\n" \
+                 "    return 'done'\n"
+
+
+def time_of(report: sandbox.Report, test: str = "t0") -> dict:
+    return next(r["time"] for r in report.records if r.get("test") == test and "status" in r)
+
+
+def paused_while(run, after: float, seconds: float):
+    """``run()``, with every process of the job it starts (pid 1 too) SIGSTOPped from outside for ``seconds``,
+    ``after`` seconds into the job: as a paused machine would (only the processes of this process's jobs)."""
+    import threading
+    done = threading.Event()
+
+    def pause():
+        if done.wait(after):
+            return
+        held = [pid for pid in _descendants(os.getpid())
+                if sandbox.UID_BASE <= os.stat(f"/proc/{pid}").st_uid < sandbox.UID_BASE + sandbox.SLOTS]
+        for pid in held:
+            os.kill(pid, 19)  # SIGSTOP
+        time.sleep(seconds)
+        for pid in held:
+            os.kill(pid, 18)  # SIGCONT
+    pauser = threading.Thread(target=pause)
+    pauser.start()
+    try:
+        return run()
+    finally:
+        done.set()
+        pauser.join()
+
+
+def _descendants(root: int) -> list[int]:
+    parents = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def test_the_cgroup_count_is_read_in_either_layout(tmp_path):
+    """The count pid 1 reads a test's CPU time from: cgroup v1's cpuacct.usage and cgroup v2's cpu.stat (a group
+    of the unified hierarchy, where this hybrid host has one), each read through an open descriptor as the job
+    reads it, after a child spun 0.3 s of CPU in the group."""
+    from mha_grader.inside import clock
+    from mha_grader.walls import cgroups
+    mounts, own = cgroups._mounts(), cgroups._own_groups()
+    groups = {"v1": (os.path.join(mounts["cpuacct"] + own["cpuacct"], f"mha-test-{os.getpid()}"), "cpuacct.usage")} \
+        if "cpuacct" in mounts else {}
+    if "cgroup2" in mounts and "" in own:
+        groups["v2"] = (os.path.join(mounts["cgroup2"] + own[""], f"mha-test-{os.getpid()}"), "cpu.stat")
+    assert groups, "no cgroup hierarchy counts CPU time here"
+    for layout, (folder, name) in groups.items():
+        os.mkdir(folder)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                with open(os.path.join(folder, "cgroup.procs"), "w") as fh:
+                    fh.write("0")
+                start = time.process_time()
+                while time.process_time() < start + 0.3:
+                    pass
+                os._exit(0)
+            os.waitpid(pid, 0)
+            count = os.open(os.path.join(folder, name), os.O_RDONLY)
+            try:
+                assert 0.29 <= clock.counted(count) < 1.0, layout
+                assert clock.counted(count) == clock.counted(count), layout  # (read anew each time, from the start)
+            finally:
+                os.close(count)
+        finally:
+            os.rmdir(folder)
+
+
+def test_a_tests_limit_is_its_own_cpu_or_waiting_time_and_says_its_seconds():
+    """Code that sleeps is stopped after its own seconds of waiting, code that spins after as many CPU
+    seconds; each stop says the limit (a real N, never None) and the seconds it reports add up to it."""
+    limits = sandbox.Limits(test_s=1.5, notebook_s=10)
+    slept, spun = sandbox.run(job(SLEEPS), limits), sandbox.run(job(SPINS), limits)
+    assert [r["detail"] for r in slept.records + spun.records if r.get("status") == "timeout"] == [1.5, 1.5]
+    assert time_of(slept)["own"] >= 1.5 and time_of(slept)["cpu"] < 0.5
+    assert max(time_of(spun)["cpu"], time_of(spun)["own"]) >= 1.5 and time_of(spun)["cpu"] >= 1.2, time_of(spun)
+
+
+def test_a_paused_job_is_not_charged_for_its_pause():
+    """The whole job (pid 1 and the student's process) SIGSTOPped from outside for 4 s: a sleeping test is still
+    stopped after its own 2 s of waiting (4 s more of wall-clock time: the pause is not counted), and an honest
+    second of work, paused half way, still finishes (its time was 1.5 s)."""
+    limits = sandbox.Limits(test_s=1.5, notebook_s=10)
+    slept = paused_while(lambda: sandbox.run(job(SLEEPS), sandbox.Limits(test_s=2, notebook_s=10)), 1.0, 4)
+    assert statuses(slept) == {"t0": "timeout"}
+    spent = time_of(slept)
+    assert spent["own"] < 2.5 and spent["wall"] >= spent["own"] + 3.5, spent
+    worked = paused_while(lambda: sandbox.run(job(WORKS_A_SECOND), limits), 0.6, 4)
+    assert statuses(worked) == {"t0": "done"} and result(worked) == "done", worked.records
+    assert time_of(worked)["wall"] >= 4, time_of(worked)
+
+
+def test_a_starved_job_is_given_its_own_time():
+    """Beside 8 neighbours (busy sessions) a job's code gets a fraction of a core: a second of work in a 1.5 s
+    test takes longer than 1.5 s of wall-clock time, and finishes; its CPU time is what it used."""
+    from neighbours import Neighbours
+    with Neighbours(sessions=8, processes=2):
+        time.sleep(1)
+        report = sandbox.run(job(WORKS_A_SECOND), sandbox.Limits(test_s=1.5, notebook_s=10))
+    assert statuses(report) == {"t0": "done"} and result(report) == "done", report.records
+    spent = time_of(report)
+    assert spent["wall"] > 1.5 and 1.0 <= spent["cpu"] < 1.5, spent
+
+
+def test_the_backstop_is_the_machines_and_never_the_students_verdict():
+    """A job paused past its wall-clock backstop (here 3 times its 1 s) before its code spent its time: the test
+    says "wall", and so do the later ones; the judge calls it the machine's (the notebook is graded again,
+    never stamped), in one sentence; a record that claims a stop the seconds do not support is the machine's too."""
+    from mha_grader.trusted import frames, judging
+    limits = sandbox.Limits(test_s=1, notebook_s=5, backstop=3)
+    the_job = job(SLEEPS, tests=2)
+    report = paused_while(lambda: sandbox.run(the_job, limits), 0.5, 4)
+    assert statuses(report) == {"t0": "wall", "t1": "wall"}, report.records
+    why = judging._the_machines(frames.events(report.records, the_job), report, limits)
+    assert why.startswith("the machine held its job back: t0 was stopped after") and "\n" not in why
+    forged = [{"test": "t0", "status": "timeout", "detail": 1,
+               "time": {"cpu": 0.1, "own": 0.2, "wall": 9.0, "notebook_cpu": 0.1, "notebook_own": 0.2}}]
+    assert judging._the_machines(frames.events(forged, job(SLEEPS)), sandbox.Report(), limits)
+    timed_out = sandbox.Report(timed_out=True)
+    assert "did not end within" in judging._the_machines({}, timed_out, limits)

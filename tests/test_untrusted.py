@@ -190,6 +190,7 @@ def test_the_sandbox_holds_only_the_inputs_of_the_call_being_made():
 # --- the records' schema ---------------------------------------------------------------------------
 
 JOB = {"tests": [{"id": "t", "cases": [{"function": "f", "names": ["x"]}]}]}
+SPENT = dict.fromkeys(frames.TIMES, 0.0)  # the seconds a status record says were spent
 
 
 def test_text_is_made_valid_and_capped():
@@ -199,8 +200,12 @@ def test_text_is_made_valid_and_capped():
 
 
 @pytest.mark.parametrize("records", [
-    [{"test": "t", "status": ["exit"], "detail": 1}],
-    [{"test": "t", "status": "exit", "detail": [1, 2]}],
+    [{"test": "t", "status": ["exit"], "detail": 1, "time": SPENT}],
+    [{"test": "t", "status": "exit", "detail": [1, 2], "time": SPENT}],
+    [{"test": "t", "status": "timeout", "detail": 10}],
+    [{"test": "t", "status": "timeout", "detail": 10, "time": {**SPENT, "cpu": float("nan")}}],
+    [{"test": "t", "status": "timeout", "detail": 10, "time": {**SPENT, "cpu": "10"}}],
+    [{"test": "t", "status": "timeout", "detail": 10, "time": {"cpu": 10.0}}],
     [{"test": ["t"], "cells": []}],
     [{"test": "t", "cells": [{"label": "c", "type": ["T"], "message": "m", "line": 1}]}],
     [{"test": "t", "cells": [{"label": "c", "type": "T", "message": "m", "line": "one"}]}],
@@ -214,7 +219,7 @@ def test_text_is_made_valid_and_capped():
     [{"test": "t", "case": 0, "outcome": {"result": 1, "ready_made": False}}],
     [{"test": "t", "case": 0, "outcome": {"error": {"type": "T", "message": "m"}}}],
     [{"test": "t", "secret": 1}],
-    [{"test": "t", "status": "done", "detail": 0}] * 50,
+    [{"test": "t", "status": "done", "detail": 0, "time": SPENT}] * 50,
 ], ids=lambda r: json.dumps(r)[:60])
 def test_a_record_outside_the_schema_is_refused_with_a_sentence(records):
     with pytest.raises(frames.Invalid) as refused:
@@ -229,12 +234,12 @@ def test_records_inside_the_schema_come_back_capped():
                                                   "line": None}]},
                          {"test": "t", "case": 0, "outcome": {"result": {"$tuple": [array, {"$other": "Q" * 10 ** 6}]},
                                                               "mutated": ["x"]}},
-                         {"test": "t", "status": "done", "detail": 0}], JOB)["t"]
+                         {"test": "t", "status": "done", "detail": 0, "time": {**SPENT, "cpu": 1}}], JOB)["t"]
     cell = got["cells"][0]
     assert len(cell["label"]) == 100 and len(cell["type"]) == 100 and cell["message"] == "\ufffd"
     assert got["cases"][0]["mutated"] == ["x"] and len(got["cases"][0]["result"]["$tuple"][1]["$other"]) == 100
     np.testing.assert_array_equal(calling.decode(got["cases"][0]["result"])[0], np.arange(6.0).reshape(2, 3))
-    assert got["status"] == ("done", 0)
+    assert got["status"] == ("done", 0) and got["time"] == {**SPENT, "cpu": 1.0}
 
 
 # --- bounded reading of a notebook -------------------------------------------------------------------

@@ -16,6 +16,10 @@ Theory of operation. A job is two kinds of process, and only one of them ever ru
                       on a pipe of its own. A test whose child crashes, hangs, runs out of memory or
                       exits costs that test alone; the next test gets a new child.
 
+pid 1 measures each test's time with clock.py: the student's own (CPU time from the job cgroup's count,
+time its code waited by itself), the machine's share (run-queue waits, pauses) left out; the seconds go
+out with each test's status, and the judge decides from them whose a stop was.
+
 A probe job (probe.py, run by walls/probing.py) has the same two kinds: its pid 1 counts the signals
 that land on it, and the child it forks becomes the student and checks every claim the walls make
 from there.

@@ -10,12 +10,21 @@ out:
                                                   the same socket with one line {"specs": [...]})
   {"test": id, "case": i, "outcome": {...}}       the call's outcome (plain data)
   {"test": id, "cells": [{"label", "type", "message", "line"}]}   cells that raised
-  {"test": id, "status": "done" | "timeout" | "signal" | "exit" | "budget" | "cells" | "large",
-   "detail": ...}
+  {"test": id, "status": "done" | "timeout" | "signal" | "exit" | "budget" | "cells" | "large" | "spent" | "wall",
+   "detail": ..., "time": {"cpu", "own", "wall", "notebook_cpu", "notebook_own"}}
 
 ("cells": the notebook's own cells did not finish within a test's time, so this test and every
-later one cannot run; "budget": not run, the notebook's time is spent; "large": the call's
-result was larger than a record may be.)
+later one cannot run; "budget": not run, the notebook's time is spent; "spent": stopped when the
+notebook's time ran out; "wall": stopped by the wall-clock backstop before the student's code had
+spent its time, and so is every later test; "large": the call's result was larger than a record may be.)
+
+A test's time is the student's own (Clock, Budget): its CPU time, read from the job cgroup's count, and
+the time its code spent waiting by itself (sleeping, blocked), which is the time this process waited for
+it less what the machine took (each task's run-queue wait, this process's own lateness). "time" gives the
+seconds spent, as read here; the judge, outside, decides from them whose the time was: a test stopped
+before its code spent its own seconds ("wall", or facts that do not add up) is never the student's
+verdict, and the notebook is graded again. A busy machine makes a test take longer in wall-clock time,
+never changes its verdict; a paused one likewise.
 
 The child's frames are data: a value the function returned, or the error it raised (an error whose
 description raises is sent as one without words). Whether the call changed its arguments in place
@@ -43,8 +52,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calling  # noqa: E402 - copied next to this file into the job folder, as student.py and as_student.py are
 import student  # noqa: E402
+from clock import CHECK_S, Budget, Clock, Mark  # noqa: E402
 
 OUT = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+COUNT = [int(sys.argv[2])] if len(sys.argv) > 2 else []  # the job cgroup's CPU count, open (walls/forkserver.py)
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "job.json")) as _fh:
     JOB = json.load(_fh)
 MAX_FRAME = 6 * 1024 * 1024   # the largest outcome a child may send (the grader reads 8 MB per line)
@@ -52,12 +63,15 @@ FRAME_DEPTH = 200             # how deep a child's frame may nest (the grader's 
 KILL_ROUNDS = 8               # finding and killing what a test left running, at most this many times
 PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_CHILD_SUBREAPER = 4, 15, 36
 LIBC = ctypes.CDLL(None, use_errno=True)
+CLOCK = None  # the job's Clock (main)
 
 
 def emit(record: dict) -> None:
-    data = (json.dumps(record) + "\n").encode()
+    data, since = (json.dumps(record) + "\n").encode(), time.monotonic()
     while data:
         data = data[os.write(OUT, data):]
+    if CLOCK:  # (a grader that does not read holds this process: that time is no one's)
+        CLOCK.for_the_grader(since)
 
 
 class Channel:
@@ -74,11 +88,13 @@ class Channel:
         if self.latest[0] == (test, case):
             return self.latest[1]
         emit({"ask": [test, case]})
+        since = time.monotonic()
         while b"\n" not in self.buffer:
             chunk = os.read(OUT, 1 << 16)
             if not chunk:
                 return None
             self.buffer += chunk
+        CLOCK.for_the_grader(since)  # (the grader's answer, however long it took, is no one's time)
         line, self.buffer = self.buffer.split(b"\n", 1)
         answer = json.loads(line)
         specs = answer.get("specs") if isinstance(answer, dict) else None
@@ -98,21 +114,21 @@ def shared_memory(size: int) -> calling.Layout:
 
 class Child:
     """The process that runs the cells, then the cases of one test after another: its pipes, and the
-    deadline of the test it is running. Each request bears a number, and only a frame with that number
-    answers it: whatever else reaches the pipe (what the student's code writes there, or the rest of an
-    earlier answer) is read and skipped.
+    time of the test it is running (its clock.Budget). Each request bears a number, and only a frame with
+    that number answers it: whatever else reaches the pipe (what the student's code writes there, or the
+    rest of an earlier answer) is read and skipped.
 
     Its states, as the harness sees them: running (it may answer), then ended (``self.end``, set once,
     when it is reaped: ("exit", status) or ("signal", number)). Whenever the harness waits for an answer
-    it gets one of: the frame awaited; "timeout" (nothing by the deadline; the child is then killed);
-    "large" (a line past MAX_FRAME); or the child's end, whatever its status, 0 included: a child ends by
-    itself only before it answered. A child that ends after its last answer of a test costs nothing: the
-    next test gets a new one (see :meth:`gone`)."""
+    it gets one of: the frame awaited; "timeout" (nothing before the test's time was up: its Budget says
+    which limit; the child is then killed); "large" (a line past MAX_FRAME); or the child's end, whatever
+    its status, 0 included: a child ends by itself only before it answered. A child that ends after its
+    last answer of a test costs nothing: the next test gets a new one (see :meth:`gone`)."""
 
-    def __init__(self, shared: calling.Layout, tests: int, seconds: float):
+    def __init__(self, shared: calling.Layout, budget: Budget):
         to_child, self.requests = os.pipe()
         self.answers, from_child = os.pipe()
-        self.deadline = time.monotonic() + seconds  # (the caller sets it again for each test)
+        self.budget = budget  # (the caller sets it again for each test)
         self.failures: list = []  # the cells that raised, reported with each test it runs
         self.pid = os.fork()
         if self.pid == 0:
@@ -120,7 +136,7 @@ class Child:
             try:
                 os.close(self.requests)
                 os.close(self.answers)
-                student.main(JOB, OUT, shared, to_child, from_child, tests)
+                student.main(JOB, [OUT, *COUNT], shared, to_child, from_child)
                 status = 0  # (the harness closed the requests: never before the child's last answer)
             finally:
                 os._exit(status)
@@ -128,16 +144,19 @@ class Child:
         os.close(from_child)
         os.set_blocking(self.requests, False)  # (a child that reads nothing cannot hold the harness)
         self.pidfd = os.pidfd_open(self.pid)
+        CLOCK.child = self.pid
         self.buffer = b""
         self.seq = 0  # the number of the frame awaited (0: the cells')
         self.answered = 0  # how many frames it sent that answered a request
         self.end: tuple[str, int] | None = None
 
-    def cells(self, seconds: float) -> tuple[str, object]:
-        """Wait for the cells to have run: ("done", None), else (status, detail) as a test's."""
+    def cells(self) -> tuple[str, object]:
+        """Wait for the cells to have run: ("done", None), else (status, detail) as a test's ("cells" when the
+        test's own limit stopped them)."""
         kind, frame = self.frame()
         if kind == "timeout":
-            return "cells", round(seconds, 1)
+            status, detail = self.budget.stop()
+            return "cells" if status == "timeout" else status, detail
         if kind != "frame":
             return kind, frame
         failures = frame.get("cells") if isinstance(frame, dict) else None
@@ -153,15 +172,14 @@ class Child:
                 return kind, frame
             if kind != "frame":
                 return kind, frame
-            if time.monotonic() > self.deadline:  # (lines that keep coming do not hold the test past its time)
+            if self.budget.left() <= 0:  # (lines that keep coming do not hold the test past its time)
                 return "timeout", None
 
     def _next(self) -> tuple[str, object]:
         """("frame", the child's next frame as parsed JSON) or (status, detail) when it has none."""
         chunk = self.buffer
         while b"\n" not in chunk:  # (only the newest chunk can hold the line's end)
-            left = self.deadline - time.monotonic()
-            ready, _, _ = select.select([self.answers, self.pidfd], [], [], max(left, 0.0))
+            ready, _ = self.wait([self.answers, self.pidfd])
             if self.answers in ready:
                 chunk = os.read(self.answers, 1 << 16)
                 if chunk:
@@ -175,10 +193,9 @@ class Child:
 
     def ended(self) -> tuple[str, object]:
         """The child closed its pipe, or ended, before it answered: its end, ("exit", status) or
-        ("signal", number), once it has ended; "timeout" if it lives on past the deadline."""
+        ("signal", number), once it has ended; "timeout" if it lives on past the test's time."""
         if self.end is None:
-            ready, _, _ = select.select([self.pidfd], [], [], max(self.deadline - time.monotonic(), 0.0))
-            if not ready:
+            if not self.wait([self.pidfd])[0]:
                 return "timeout", None
             self._reap()
         return self.end
@@ -193,14 +210,22 @@ class Child:
         _, status = os.waitpid(self.pid, 0)
         self.end = ("signal", os.WTERMSIG(status)) if os.WIFSIGNALED(status) else ("exit", os.WEXITSTATUS(status))
 
+    def wait(self, readable: list, writable: tuple = ()) -> tuple[list, list]:
+        """Wait until one of the descriptors is ready: (those ready to read, to write), both empty once the
+        test's time is up."""
+        while (left := self.budget.left()) > 0:
+            ready, ready_w = CLOCK.select(readable, list(writable), min(left, CHECK_S))
+            if ready or ready_w:
+                return ready, ready_w
+        return [], []
+
     def request(self, case: dict) -> bool:
-        """Send the next request, by the deadline; False if the child cannot take it (gone, or its pipe
+        """Send the next request within the test's time; False if the child cannot take it (gone, or its pipe
         closed or full until then)."""
         self.seq += 1
         data = (json.dumps({**case, "seq": self.seq}) + "\n").encode()
         while data:
-            left = self.deadline - time.monotonic()
-            if left <= 0 or not select.select([], [self.requests], [], left)[1]:
+            if not self.wait([], [self.requests])[1]:
                 return False
             try:
                 data = data[os.write(self.requests, data):]
@@ -220,8 +245,7 @@ class Child:
         os.close(self.pidfd)
 
 
-def run_test(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child, seconds: float) \
-        -> tuple[str, object]:
+def run_test(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child) -> tuple[str, object]:
     """Each case of the test: ask, lay out, call in the child, observe. (status, detail); "done": the
     child may run the next test."""
     if job.failures:
@@ -232,10 +256,13 @@ def run_test(index: int, test: dict, shared: calling.Layout, channel: Channel, j
             return "exit", "no inputs"
         laid = shared.lay_out(case["names"], specs)
         if not job.request({"function": case["function"], "names": case["names"], "specs": laid}):
-            return job.ended()  # (its end, or "timeout": it lives but took no request)
-        kind, outcome = job.frame()
+            kind, outcome = job.ended()  # (its end, or "timeout": it lives but took no request)
+        else:
+            kind, outcome = job.frame()
+        if kind == "timeout":
+            return job.budget.stop()
         if kind != "frame":
-            return (kind, round(seconds, 1)) if kind == "timeout" else (kind, outcome)
+            return kind, outcome
         emit({"test": test["id"], "case": i, "outcome": observed(outcome, shared.changed(), case["names"])})
     return "done", 0
 
@@ -339,6 +366,7 @@ def processes() -> dict[int, tuple[bytes, int]]:
 
 
 def main() -> None:
+    global CLOCK
     LIBC.prctl(PR_SET_NAME, b"mha-harness", 0, 0, 0)
     LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of this user may read or write this one's memory
     LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of a test come back here to be reaped
@@ -347,48 +375,55 @@ def main() -> None:
         import torch  # imported once here, inherited by the child
         torch.set_num_threads(1)
     shared, channel = shared_memory(int(JOB["shared_bytes"])), Channel()
-    deadline = time.monotonic() + JOB["limits"]["notebook_s"]
+    limits = JOB["limits"]
+    CLOCK = Clock(COUNT[0] if COUNT else None, bool(JOB.get("own_namespace")))
+    notebook = Mark(CLOCK)
     stuck = None  # the cells themselves never finished: every later test would hang the same way
+    late = None   # the backstop stopped a test: the machine, not the student, holds the job back
     job = None    # the child the last test left running, if any
     for index, test in enumerate(JOB["tests"]):
-        left = deadline - time.monotonic()
-        if stuck or left <= 0:
-            emit({"test": test["id"], "status": "cells" if stuck else "budget",
-                  "detail": stuck or JOB["limits"]["notebook_s"]})
+        budget = Budget(CLOCK, notebook, limits)
+        if late is None and time.monotonic() - notebook.wall >= limits["backstop"] * limits["notebook_s"]:
+            late = ("wall", limits["backstop"] * limits["notebook_s"]), budget.facts()
+        if stuck or late or budget.spent_before():
+            (status, detail), facts = stuck or late or (("budget", limits["notebook_s"]), budget.facts())
+            emit({"test": test["id"], "status": status, "detail": detail, "time": facts})
             continue
-        job, status, detail = test_in_a_child(index, test, shared, channel, job, min(JOB["limits"]["test_s"], left))
+        job, status, detail = test_in_a_child(index, test, shared, channel, job, budget)
+        facts = budget.facts()
         if status == "cells":
-            stuck = detail
-        emit({"test": test["id"], "status": status, "detail": detail})
+            stuck = (status, detail), facts  # (what the later tests report: this test's time)
+        if status == "wall":
+            late = (status, detail), facts
+        emit({"test": test["id"], "status": status, "detail": detail, "time": facts})
     # (a child still running ends with this process: the kernel ends the namespace with its pid 1)
 
 
-def test_in_a_child(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child | None, seconds: float) \
-        -> tuple[Child | None, str, object]:
+def test_in_a_child(index: int, test: dict, shared: calling.Layout, channel: Channel, job: Child | None,
+                    budget: Budget) -> tuple[Child | None, str, object]:
     """Run test ``index`` in ``job`` (the child the last test left running) or in a new one that runs the
-    cells first: (the child for the next test, None if it goes; the test's status and detail).
+    cells first, within ``budget``: (the child for the next test, None if it goes; the test's status and detail).
 
     A test is charged only for an end in a child that ran it from the start: a reused child that
     ends before answering anything of this test (a thread of an earlier test's, say) is replaced
     and the test run again, once, in a new child; whatever ended it belongs to the tests before,
     which have their answers. Every other end, a timeout or an answer too large costs this test."""
-    end = time.monotonic() + seconds
     reported_cells = False
     for _ in range(2):
         if job is not None and job.gone():
             job = discard(job)
         reused = job is not None
         if job is None:
-            job = Child(shared, len(JOB["tests"]) - index, end - time.monotonic())
-            status, detail = job.cells(seconds)
+            job = Child(shared, budget)
+            status, detail = job.cells()
             if reported_cells:
                 job.failures = []  # (the first try reported them already: once per test)
         else:
-            job.deadline, status, detail = end, "done", None
+            job.budget, status, detail = budget, "done", None
         if status != "done":
             break
         answered, reported_cells = job.answered, reported_cells or bool(job.failures)
-        status, detail = run_test(index, test, shared, channel, job, seconds)
+        status, detail = run_test(index, test, shared, channel, job)
         if not (reused and status in ("exit", "signal") and job.answered == answered):
             break
         job = discard(job)

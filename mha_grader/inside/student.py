@@ -1,8 +1,9 @@
 """What runs as the student: the child that the job's pid 1 (harness.py) forks to run the cells and the calls.
 
 The child is the only process of a job that runs student code. Before any of it runs, it closes the
-report channel (a socket: it cannot be opened again through /proc), becomes the student (as_student.py:
-the student's uid, no capabilities), sends its output to /dev/null, takes a CPU limit, and seeds
+report channel (a socket: it cannot be opened again through /proc) and the cgroup's CPU count, becomes the
+student (as_student.py: the student's uid, no capabilities), sends its output to /dev/null, takes a CPU
+limit (a guard above the time pid 1 allows), and seeds
 Python's, NumPy's and torch's generators from the job (the same numbers at every grading of a
 submission). Then it runs the cells once and calls the cases it is sent, one after another, on views of
 the memory it shares with pid 1, and answers each with one line on its own pipe: a value the function
@@ -14,6 +15,7 @@ mha_checks/calling.py are; the fork server has it loaded already.
 """
 import ctypes
 import json
+import math
 import os
 import random
 import resource
@@ -32,17 +34,19 @@ UNSENDABLE = {"type": "an outcome", "message": "(it cannot be sent: turning it i
               "line": None}
 
 
-def main(job: dict, channel: int, shared: calling.Layout, requests: int, answers: int, tests: int) -> None:
-    """In the forked child: drop the ``channel``, become the student, limits, quiet output, seeded random
-    generators, the cells, then each case it is sent on ``requests`` (of the ``tests`` tests it may run),
-    each answered on ``answers``."""
-    os.close(channel)
+def main(job: dict, held: list[int], shared: calling.Layout, requests: int, answers: int) -> None:
+    """In the forked child: close what pid 1 ``held`` (the report channel, the cgroup's CPU count), become
+    the student, limits, quiet output, seeded random generators, the cells, then each case it is sent on
+    ``requests``, each answered on ``answers``."""
+    for fd in held:
+        os.close(fd)
     LIBC.prctl(PR_SET_NAME, b"mha-student", 0, 0, 0)
     as_student.become(job.get("student"))
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    cpu = int(job["limits"]["test_cpu_s"]) * tests  # (each test's time and the job's one core bound it first)
+    limits = job["limits"]  # (a guard: pid 1 stops each test at its CPU time, and the notebook at its own, first)
+    cpu = math.ceil(limits["notebook_s"] + limits["test_cpu_s"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     seed_generators(job.get("seed", 0))
     namespace, failures = run_cells(job["cells"])

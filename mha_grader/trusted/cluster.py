@@ -30,6 +30,17 @@ A stop reaches the workers (stop_run): the run's stop is set there, so a running
 notebook and starts no sandbox, and the sandboxes it runs are ended; what was not graded comes back as
 not graded. The stop is the run's own (a worker may outlive runs and serve another one meanwhile).
 
+A worker that holds jobs and makes no progress (stopped, swapping, cut off) is left by Dask's own means:
+its heartbeats stop, and a scheduler whose ``distributed.scheduler.worker-ttl`` has passed (WORKER_TTL
+for the schedulers the grader starts: a LocalCluster here, scripts/services.py; the README says how to
+start another) drops it (its nanny restarts it) and gives its tasks to the workers that are alive. The
+run names such a worker on the terminal once the scheduler has not heard from it for SILENT_S, from the
+scheduler's own view (each worker's last heartbeat), and says when it is dropped or answers again; it
+asks the scheduler to drop it only where the scheduler's own worker-ttl is longer than WORKER_TTL (or
+off). A task is known by its key (the student and the run): its result is taken once, from whichever
+worker Dask accepted it from; a late result of a dropped worker is refused by the scheduler, never
+counted twice.
+
 The wait for results never outlasts the cluster: the client's connection is looked at every poll, and
 every LIVENESS_S the scheduler is asked (answer within ANSWER_S) which workers can take this run's jobs.
 A scheduler that closed the connection or does not answer ends the run (execute.SchedulerLost); so does
@@ -49,6 +60,7 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 
 from distributed import WorkerPlugin
+from distributed.scheduler import heartbeat_interval
 
 from ..walls import probing, sandbox
 from . import execute
@@ -62,6 +74,8 @@ ANSWER_S = 5  # the longest the scheduler may take to answer the run (which work
 LIVENESS_S = 1.0  # how often the wait for results asks the scheduler which workers can take the run's jobs
 WORKERLESS_S = 5.0  # how long a run that had a worker of its version may go without one before it stops
 WINDOW_PER_THREAD = 2  # students submitted ahead per worker thread (each task holds their notebooks' bytes)
+WORKER_TTL = "15s"  # a worker that sent no heartbeat for this long is dropped (distributed.scheduler.worker-ttl)
+SILENT_S = 10.0  # a worker the scheduler has not heard from for this long (3 heartbeats at least) is named
 
 
 class Dask:
@@ -83,6 +97,10 @@ class Dask:
         self.refused: list[str] = []
         self.submitted = 0  # students submitted so far
         self.run_id, self.stopped = uuid.uuid4().hex[:12], False  # a key of this run never meets another run's
+        self.heard: dict = {}  # worker address -> (its last heartbeat as the scheduler says, when that changed here)
+        self.silent: dict = {}  # worker address -> its name, for the workers named silent
+        self.dropped: set = set()  # the silent workers this run asked the scheduler to drop
+        self.ttl = self._scheduler_ttl()  # the scheduler's worker-ttl in seconds (None: off)
 
     def start(self, plan: list[dict], make=None) -> None:
         """Submit the first window of students (after the version check: see notes()); ``make`` (jobs.Maker)
@@ -130,7 +148,8 @@ class Dask:
             if future.cancelled() and not self.stopped:
                 self._alive()  # the client cancels every future as it loses the scheduler: not the jobs' failure
             self._submit_next()
-            jobs, outcome = self.jobs.pop(future.key), _outcome(future)
+            outcome = self._fetched(future)
+            jobs = self.jobs.pop(future.key)
             self.sent.pop(future.key, None)
             outcomes = outcome if isinstance(outcome, list) else [dict(outcome) for _ in jobs]  # the task failed
             yield from zip(jobs, outcomes, strict=True)
@@ -147,6 +166,15 @@ class Dask:
             time.sleep(POLL_S)
         return True
 
+    def _fetched(self, future) -> dict:
+        """The outcome of a finished task, the workers watched meanwhile: a result held by a stopped worker comes
+        only once the scheduler has dropped that worker and computed the task again elsewhere."""
+        while True:
+            try:
+                return _outcome(future, timeout=LIVENESS_S)
+            except TimeoutError:
+                self._alive()
+
     def _alive(self) -> None:
         """Raise SchedulerLost when the scheduler closed the connection or does not answer, WrongVersion when
         no worker of this version has been connected for WORKERLESS_S (after one was)."""
@@ -157,6 +185,7 @@ class Dask:
             return
         self.next_check = now + LIVENESS_S
         workers = self._asked(self.client.scheduler.identity, n_workers=-1)["workers"]
+        self._watch_heartbeats(workers, now)
         admitted = sorted(a for a, w in workers.items() if (w.get("resources") or {}).get(self.resource))
         if admitted:
             self.admitted, self.admitted_at = admitted, now
@@ -167,6 +196,55 @@ class Dask:
                 f"(the last: {', '.join(self.admitted)})" + (f"; {len(others)} connected worker(s) run another version, "
                                                            f"the first: {others[0]}" if others else "")
                 + "; start workers from a checkout of this commit (see the README)")
+
+    def _watch_heartbeats(self, workers: dict, now: float) -> None:
+        """Name on the terminal each worker that holds this run's jobs and that the scheduler has not heard from for
+        SILENT_S (stopped, swapping, cut off), once; then when the scheduler drops it (its jobs go to the others)
+        or it answers again. A scheduler whose worker-ttl is longer than WORKER_TTL (or off) is asked to drop it."""
+        for address, info in workers.items():
+            seen, before = info.get("last_seen"), self.heard.get(address)
+            if before is None or seen != before[0]:
+                self.heard[address] = (seen, now)
+                if self.silent.pop(address, None) is not None:
+                    _say(f"Dask worker {_named(address, info)} answers the scheduler again.")
+                continue
+            quiet = now - before[1]
+            if address not in self.silent and quiet >= max(SILENT_S, 3 * heartbeat_interval(len(workers))):
+                held = self._held_by(address)
+                if held:
+                    self.silent[address] = _named(address, info)
+                    _say(f"Dask worker {self.silent[address]} has not answered the scheduler for {quiet:.0f} s (stopped, "
+                         f"swapping or cut off) and holds {_students(held)}: " + (
+                             f"the scheduler drops it after {self.ttl:g} s of silence and gives its jobs to the "
+                             "workers that are alive." if self._ttl_ok() else
+                             "its jobs go to the workers that are alive once the scheduler drops it, now."))
+            if address in self.silent and not self._ttl_ok() and quiet >= _seconds(WORKER_TTL) \
+                    and address not in self.dropped:
+                self.dropped.add(address)
+                self._asked(self.client._run_on_scheduler, _drop, address, f"mha-grader-silent-{self.run_id}")
+        for address in [a for a in self.heard if a not in workers]:
+            del self.heard[address]
+            if address in self.silent:
+                _say(f"Dask worker {self.silent.pop(address)} was dropped by the scheduler; its jobs went to the workers "
+                     "that are alive.")
+
+    def _held_by(self, address: str) -> list[str]:
+        """The keys of this run's tasks that the scheduler has running on the worker at ``address``."""
+        keys = self._asked(self.client.scheduler.processing, workers=[address]).get(address, [])
+        return [k for k in keys if k in self.jobs]
+
+    def _scheduler_ttl(self) -> float | None:
+        """The scheduler's worker-ttl in seconds (None: off, or the scheduler does not say)."""
+        try:
+            ttl = self._asked(self.client._run_on_scheduler, _worker_ttl)
+        except execute.SchedulerLost:
+            raise
+        except Exception:  # noqa: BLE001 - a scheduler that cannot say: the run drops silent workers itself
+            return None
+        return float(ttl) if ttl else None
+
+    def _ttl_ok(self) -> bool:
+        return self.ttl is not None and self.ttl <= _seconds(WORKER_TTL)
 
     def _asked(self, method, *args, **kwargs):
         """A call to the scheduler (``method`` a coroutine of the client's) answered within ANSWER_S, or
@@ -267,11 +345,50 @@ class VersionGate(WorkerPlugin):
                                                 "the coordinator's: %s", execute.differences(self.manifest, mine))
 
 
-def _outcome(future) -> dict:
-    """The result of a finished task, or {"failed": sentence} (never an empty reason)."""
+def _say(line: str) -> None:
+    """One line on the terminal, above the progress bar (tqdm's write keeps the bar whole)."""
+    from tqdm import tqdm
+    tqdm.write(line, file=sys.stderr)
+
+
+def _named(address: str, info: dict) -> str:
+    name = info.get("name")
+    return f"{address} ({name})" if name not in (None, "", address) else address
+
+
+def _students(keys: list[str]) -> str:
+    """The students of task keys (mha-grade/STUDENT/RUN), in words."""
+    names = [k.split("/")[1] for k in keys]
+    return (f"the jobs of {len(names)} student(s): " + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            if names else "no job")
+
+
+def _seconds(text: str) -> float:
+    from dask.utils import parse_timedelta
+    return parse_timedelta(text)
+
+
+def _worker_ttl(dask_scheduler) -> float | None:
+    """On the scheduler (client.run_on_scheduler): its worker-ttl in seconds, None when off."""
+    return dask_scheduler.worker_ttl
+
+
+async def _drop(dask_scheduler, address: str, why: str) -> str:
+    """On the scheduler (client.run_on_scheduler): drop the worker at ``address``, as its own worker-ttl would
+    (its tasks go to the other workers; a late result of its is then refused)."""
+    return await dask_scheduler.remove_worker(address, stimulus_id=why, close=True)
+
+
+def _outcome(future, timeout: float) -> dict:
+    """The result of a finished task, or {"failed": sentence} (never an empty reason); TimeoutError when it could
+    not be fetched within ``timeout`` seconds (its worker stopped, say)."""
     from distributed import KilledWorker
     try:
-        return future.result()  # a result lost with its worker is computed again, then returned
+        return future.result(timeout=timeout)  # a result lost with its worker is computed again, then returned
+    except TimeoutError:
+        if future.status != "error":
+            raise
+        return {"failed": f"Dask could not run it ({execute.sentence(future.exception())})"}
     except execute.InfraError as err:
         return {"failed": f"{err}; tried {execute.RETRIES + 1} times"}
     except KilledWorker as err:
@@ -282,13 +399,15 @@ def _outcome(future) -> dict:
 
 def _connect(scheduler: str, workers: int):
     """(the LocalCluster started here or None, a Client connected to the scheduler)."""
+    import dask
     from distributed import Client, LocalCluster
 
     _quiet_dask()
     if scheduler == "local":
-        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None, preload=[__name__],
-                               env={LOCAL_WORKER: "1"})
+        with dask.config.set({"distributed.scheduler.worker-ttl": WORKER_TTL}):
+            cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None, preload=[__name__],
+                                   env={LOCAL_WORKER: "1"})
         return cluster, Client(cluster)
     try:
         return None, Client(scheduler, timeout=f"{CONNECT_S}s")

@@ -4,8 +4,10 @@ local backend (a pool of threads that run at most ``workers`` sandboxes at a tim
 This module executes and knows nothing of the course folder or the gradebook: run.py plans the jobs and
 records the results; cluster.py is the other backend (Dask). Both backends give the same thing back,
 (job, result) pairs as jobs finish, where a result is the judge's dict or, for a job that could not be
-graded, ``{"failed": "<one sentence>"}``. Only a failure of the sandbox (InfraError) is tried again; a
-bug of the grader is reported once, plainly.
+graded, ``{"failed": "<one sentence>"}``. Only a failure of the sandbox (InfraError), or a job the machine
+held back (MachineHeld: a time limit stopped it before the student's code had spent that time), is tried
+again; after the retries such a notebook "could not be graded" (never a 0, never stamped: the next run
+grades it). A bug of the grader is reported once, plainly.
 """
 import concurrent.futures as cf
 import contextlib
@@ -33,6 +35,10 @@ class InfraError(RuntimeError):
     """The sandbox itself failed (not the student's code, not the grader's logic): the job is tried again."""
 
 
+class MachineHeld(InfraError):
+    """The machine, not the student's code, used up a job's time (judging._the_machines): tried again."""
+
+
 class WrongVersion(RuntimeError):
     """No worker runs this grader version: nothing can be graded (the message says which and why)."""
 
@@ -56,6 +62,8 @@ def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
         result = judging.grade_notebook(release, nb, reason, jobs.draw(job["seeds"]), limits, unsafe)
         if result["status"] == "infra":
             raise InfraError("the sandbox returned nothing (" + ("; ".join(result["notes"]) or "no detail") + ")")
+        if result["status"] == "machine":
+            raise MachineHeld("; ".join(result["notes"]))
         result["feedback"] = feedback.render(release, nb if result["status"] == "graded" else None, result,
                                              job["student"])
     except (sandbox.Ended, InfraError):

@@ -17,7 +17,8 @@ import re
 
 from mha_checks import calling
 
-STATUSES = {"done", "timeout", "signal", "exit", "budget", "cells", "large"}
+STATUSES = {"done", "timeout", "signal", "exit", "budget", "cells", "large", "spent", "wall"}
+TIMES = ("cpu", "own", "wall", "notebook_cpu", "notebook_own")  # the seconds a test's status record says were spent
 CAPS = {"label": 100, "type": 100, "message": 500, "name": 100, "value": 200, "detail": 100}
 MAX_DEPTH, MAX_ITEMS, MAX_DIMS = 6, 64, 8
 MAX_VALUES = calling.MAX_VALUES  # values in one returned value: past it, read as that fact (calling.at_most)
@@ -38,11 +39,11 @@ def text(value, cap: int) -> str:
 
 
 def events(records: list, job: dict) -> dict:
-    """{test id: {"cases": {i: outcome}, "cells": [...], "status": (status, detail) | None}}."""
+    """{test id: {"cases": {i: outcome}, "cells": [...], "status": (status, detail) | None, "time": {...}}}."""
     tests = {t["id"]: t for t in job["tests"]}
     if len(records) > 1 + sum(2 + len(t["cases"]) for t in job["tests"]):
         raise Invalid(f"the job sent {len(records)} records, more than its tests can have")
-    found = {tid: {"cases": {}, "cells": [], "status": None} for tid in tests}
+    found = {tid: {"cases": {}, "cells": [], "status": None, "time": {}} for tid in tests}
     for record in records:
         if record == {"harness": "started"}:
             continue
@@ -64,15 +65,24 @@ def _one(record: dict, test: dict, slot: dict) -> None:
         if slot["cells"] or not isinstance(record["cells"], list) or len(record["cells"]) > MAX_CELL_FAILURES:
             raise Invalid("the list of cells that raised is malformed or came twice")
         slot["cells"] = [_failure(f, "label") for f in record["cells"]]
-    elif keys == {"status", "detail"}:
+    elif keys == {"status", "detail", "time"}:
         status, detail = record["status"], record["detail"]
         if slot["status"] is not None or not isinstance(status, str) or status not in STATUSES:
             raise Invalid(f"a test's status is unknown or came twice ({_quote(status)})")
         if not (detail is None or _int(detail) or _number(detail) or isinstance(detail, str)):
             raise Invalid("a test's status has a detail that is not a number or text")
         slot["status"] = (status, text(detail, CAPS["detail"]) if isinstance(detail, str) else detail)
+        slot["time"] = spent(record["time"])
     else:
         raise Invalid(f"a record has fields the harness never writes ({_quote(sorted(map(str, keys)))})")
+
+
+def spent(value) -> dict:
+    """The seconds a test's status record says it spent: {name: seconds} for each of TIMES, numbers below a year."""
+    if not isinstance(value, dict) or set(value) != set(TIMES) \
+            or not all((_int(v) or _number(v)) and abs(v) < 3e7 for v in value.values()):
+        raise Invalid(f"a test's time is not the harness's ({', '.join(TIMES)}: seconds)")
+    return {name: float(value[name]) for name in TIMES}
 
 
 def outcome(value, names: list[str]) -> dict:

@@ -191,9 +191,13 @@ def draw(seeds: dict[str, int]) -> dict[str, list]:
 
 def notes_after(results: list, failed: list, changed: list) -> list[str]:
     """Notes on the jobs of a run once it is done: what making them found (renamed notebooks), the
-    notebooks not graded (refused or unreadable), and those handed in again after they were read (``changed``:
-    :func:`changed_during_run`'s; graded as read, the next run grades the new version, its status being another)."""
+    notebooks not graded (refused or unreadable), those that could not be graded (the sandbox failed, the
+    machine held their job back: the next run grades them), and those handed in again after they were read
+    (``changed``: :func:`changed_during_run`'s; graded as read, the next run grades the new version, its status
+    being another)."""
     notes = [n for job, _ in results for n in job.get("notes", ())] + [n for job in failed for n in job.get("notes", ())]
+    notes += [f"{job['student']}/{job['notebook']}: could not be graded: {job['error']}"[:500] for job in failed
+              if job.get("error")]  # (not stamped: the next run grades it)
     for job, result in results:
         if result.get("status") in NOT_GRADED:
             notes.append(f"{job['student']}/{job['notebook']}: not graded: " + "; ".join(result.get("notes", []))[:300])

@@ -12,10 +12,12 @@ from mha_checks import admission, judge as checks
 from ..walls import sandbox
 from . import frames, notebooks
 
+TIME_STOPS = {"timeout", "cells", "budget", "spent", "wall"}  # the statuses of a test stopped (or not run) for time
 SIGNALS = {9: "it was killed (usually: it used more memory than the limit allows)",
            24: "it used more CPU time than the limit allows", 11: "it crashed (segmentation fault)",
            6: "it aborted", 25: "it wrote a file larger than the limit allows"}
 COMPILE_ERRORS = {"SyntaxError", "IndentationError", "TabError"}
+EPSILON_S = 0.01  # (the seconds a record gives are rounded to the millisecond)
 
 
 def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cases: dict,
@@ -26,8 +28,10 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
     that a worker needs no secret); ``reason``: why ``nb`` is None (not handed in, not JSON, ...).
     status: "graded"; "missing" or "unreadable" (no notebook to run); "ungradable" (its records were
     outside the schema, or the grader failed on it: every test 0, one sentence why); "infra" (the
-    sandbox returned nothing: the caller retries). "seconds": what grading it took here, a wait for a
-    sandbox's turn left out; "sandbox_s": what its sandbox took of that.
+    sandbox returned nothing: the caller retries); "machine" (a time limit stopped a test before the
+    student's code had spent that time: the machine's doing, never the student's verdict; the caller
+    retries). "seconds": what grading it took here, a wait for a sandbox's turn left out; "sandbox_s":
+    what its sandbox took of that.
     """
     start = time.monotonic()
     if nb is None:
@@ -52,7 +56,15 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
                 "notes": [f"sandbox: {frames.text(report.stderr.strip(), 500)}"], "status": "infra",
                 "seconds": round(time.monotonic() - start, 3), **timing}
     try:
-        tests = _judge_all(release, cases, ruling, prog, report, job, limits)
+        events = frames.events(report.records, job)
+        if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
+            raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
+        machine = _the_machines(events, report, limits)
+        if machine:  # never the student's verdict: tried again (execute.attempt), never stamped
+            return {"tests": [_result(g, False, "Not graded yet: the machine held its job back.", None)
+                              for g in release.grade_cells], "notes": [machine], "status": "machine",
+                    "seconds": round(time.monotonic() - start, 3), **timing}
+        tests = _judge_all(release, cases, ruling, prog, events, report, limits)
     except Exception as err:  # noqa: BLE001 - whatever one notebook's results hold, the run goes on
         return {**_ungradable(release, err, start), **timing}
     return {"tests": tests, "notes": prog.notes, "status": "graded", "seconds": round(time.monotonic() - start, 3),
@@ -90,10 +102,33 @@ def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
     return {"torch": torch, "cells": prog.cells, "tests": tests}
 
 
-def _judge_all(release, cases, ruling, prog, report, job, limits) -> list[dict]:
-    events = frames.events(report.records, job)
-    if report.garbage and not report.truncated:  # (a line cut at the size limit leaves its tail)
-        raise frames.Invalid(f"the job sent {report.garbage} line(s) that are not records")
+def _the_machines(events: dict, report, limits: sandbox.Limits) -> str | None:
+    """Why the job's time was the machine's, not the student's (None: every time limit that stopped a test
+    was reached by the student's own code): the grader's wall-clock backstop ended the job, or a test was
+    stopped (or not run) for time while the seconds it reports spent (read by the job's pid 1 from the
+    cgroup's count and the kernel's run-queue accounting: inside/harness.py's Clock) fall short of the
+    limit that stopped it (the harness's own backstop, "wall", among them)."""
+    if report.timed_out:
+        return (f"the machine held its job back: it did not end within {limits.wall_s():g} s of wall-clock time "
+                "(the machine or the grader was paused or overloaded)")
+    for test, found in events.items():
+        status, _ = found.get("status") or (None, None)
+        spent = found.get("time") or {}
+        if status not in TIME_STOPS:
+            continue
+        if status in ("timeout", "cells"):
+            theirs = spent["cpu"] >= limits.test_cpu_s - EPSILON_S or spent["own"] >= limits.test_s - EPSILON_S
+        else:
+            theirs = max(spent["notebook_cpu"], spent["notebook_own"]) >= limits.notebook_s - EPSILON_S \
+                and status != "wall"
+        if not theirs:
+            return (f"the machine held its job back: {frames.text(test, 60)} was stopped after {spent['wall']:.0f} s "
+                    f"of wall-clock time, when its code had used {spent['cpu']:.1f} s of CPU time and "
+                    f"{spent['own']:.1f} s of its own (the machine was busy or paused)")
+    return None
+
+
+def _judge_all(release, cases, ruling, prog, events: dict, report, limits) -> list[dict]:
     tests, before = [], []  # before: the cases the current child called (what state it may hold)
     for g in release.grade_cells:
         found = ruling.refused.get(g.id)
@@ -137,18 +172,23 @@ def _judge_test(g, cases: list, events: dict, prog, report, limits, before: tupl
 
 
 def _no_outcome(events: dict, report, limits) -> str:
+    """Why a test has no outcome, in one sentence. A time limit is named by its value (limits), the same
+    whatever the machine: only a limit the student's code reached gets here (_the_machines)."""
     status, detail = events.get("status") or (None, None)
     if status == "timeout":
-        return (f"This test was stopped after {detail} s: your code took too long (an endless loop, "
+        return (f"This test was stopped after {limits.test_s:g} s: your code took too long (an endless loop, "
                 "or waiting for something that never comes?).")
+    if status == "spent":
+        return (f"This test was stopped when the notebook's time budget ({limits.notebook_s:g} s) ran out: your "
+                "code took too long (an endless loop, or waiting for something that never comes?).")
     if status == "cells":
-        return (f"Not run: your notebook's own cells did not finish within {detail} s (an endless loop "
+        return (f"Not run: your notebook's own cells did not finish within {limits.test_s:g} s (an endless loop "
                 "outside any function, or a very slow cell?), so no test could call your function.")
     if status == "large":
         return (f"Not read: your function returned more data than the grader reads from one call ({detail} MB). "
                 "Return arrays of the shapes the exercise asks for.")
     if status == "budget":
-        return (f"Not run: the notebook's earlier tests used up its whole time budget ({detail} s), "
+        return (f"Not run: the notebook's earlier tests used up its whole time budget ({limits.notebook_s:g} s), "
                 "so this one had no time left.")
     memory = (f"it used more memory than the limit allows ({limits.memory >> 20} MB for all the processes "
               "of your notebook together)")
@@ -158,8 +198,6 @@ def _no_outcome(events: dict, report, limits) -> str:
     if status == "exit":
         return (f"Your code ended this test's process (exit status {detail}: os._exit or similar) "
                 "before the test finished.")
-    if report.timed_out:
-        return "The notebook's time ran out before this test finished."
     if report.truncated:
         return (f"Not read: your functions returned more data than the grader reads from one notebook "
                 f"({sandbox.MAX_REPORT >> 20} MB in all, {sandbox.MAX_LINE >> 20} MB per result), so this "
@@ -172,7 +210,7 @@ def _no_outcome(events: dict, report, limits) -> str:
 def _no_outcome_label(events: dict) -> str:
     status = (events.get("status") or ("no result",))[0]
     return {"timeout": "timeout", "cells": "timeout", "budget": "notebook time budget", "signal": "crash",
-            "exit": "process ended", "large": "result too large"}.get(
+            "exit": "process ended", "large": "result too large", "spent": "notebook time budget"}.get(
         status, "no result")
 
 

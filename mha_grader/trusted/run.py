@@ -123,8 +123,7 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
          make: jobs.Maker) -> int:
     """Execute the plan (each record's job made by ``make`` when its turn comes), recording each result as it
     arrives; stop cleanly when told or when recording fails."""
-    limits = sandbox.Limits(test_s=args.test_seconds, test_cpu_s=max(1, int(args.test_seconds)),
-                            notebook_s=args.notebook_seconds)
+    limits = sandbox.Limits(test_s=args.test_seconds, notebook_s=args.notebook_seconds)
     results, failed, unchanged = [], [], 0
     progress = report.Progress(len(plan), "Dask" if args.scheduler else f"{max(1, args.workers)} worker(s)")
     backend = None

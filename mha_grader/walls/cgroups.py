@@ -6,6 +6,11 @@ memory, pids, cpu and cpuacct hierarchies (hosts where those are still v1, a "hy
 A job's group is made below the grader's own group in each hierarchy (read from /proc/self/cgroup),
 so whatever bounds the grader also bounds all its jobs together. Run as root (or with a delegated
 cgroup v2 subtree); :class:`Unavailable` says what is missing otherwise.
+
+The group's CPU count (:meth:`JobGroup.cpu_file`: v1's cpuacct.usage in nanoseconds, v2's cpu.stat
+usage_usec) covers every process of the job, those that have ended too: the job's pid 1 holds it open
+(opened before it gives up its privileges) and measures each test's CPU time with it
+(inside/harness.py), as isolate's keeper reads its box's cpu.stat.
 """
 import errno
 import os
@@ -145,6 +150,13 @@ class JobGroup:
         _write(os.path.join(pids, "pids.max"), str(self.caps.processes))
         _write(os.path.join(cpu, "cpu.cfs_period_us"), str(PERIOD_US))
         _write(os.path.join(cpu, "cpu.cfs_quota_us"), str(round(self.caps.cpus * PERIOD_US)))
+
+    def cpu_file(self) -> str:
+        """The file that counts the CPU time of the group's processes: one number of nanoseconds (v1), or
+        lines of which ``usage_usec`` is that time in microseconds (v2)."""
+        if self.version == "v2":
+            return os.path.join(self.folders[""], "cpu.stat")
+        return os.path.join(self.folders["cpuacct"], "cpuacct.usage")
 
     def join(self) -> None:
         """Move the calling process into the group (its children follow it)."""

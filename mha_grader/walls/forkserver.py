@@ -9,7 +9,9 @@ request (JSON) with three descriptors (the job's connection, the report channel'
 job's stderr file) and forks:
 
   manager   (the grader's user, outside)  the job's cgroup; new namespaces; waits, reads the usage
-    init    (pid 1 inside)                joins the cgroup; builds the file system with mount(2);
+    init    (pid 1 inside)                joins the cgroup and opens its CPU count (the harness
+                                          measures each test's CPU time with it); builds the file
+                                          system with mount(2);
                                           then, as the program: no signal handler, its uids'
                                           keyrings cleared, chroot, pid 1's uid with three
                                           capabilities, no new privileges, limits, a fresh keyring,
@@ -159,16 +161,21 @@ def _contain(request: dict, conn: int, report: int, group) -> int:
 def init(request: dict, report: int, group) -> int:
     """pid 1 of the job's namespace: the cgroup, the file system, then the program as the sandbox user."""
     LIBC.prctl(PR_SET_NAME, b"mha-init", 0, 0, 0)
+    count = None
     if group:
         group.join()
+        if request.get("cpu_count"):  # opened while it may: the program reads the job's CPU time through it
+            count = os.open(group.cpu_file(), os.O_RDONLY | os.O_CLOEXEC)
         _check(LIBC.unshare(CLONE_NEWCGROUP), "unshare(cgroup)")  # its /proc/self/cgroup says "/"
     if request["hardening"]["hide_host_paths"]:
         _blank_command_line()
     build_root(request["root"], request["job"], request["prefixes"], request["hardening"])
-    return program(request, report)
+    return program(request, report, count)
 
 
-def program(request: dict, report: int) -> int:
+def program(request: dict, report: int, count: int | None = None) -> int:
+    """The program, as pid 1 of the sandbox: ``report`` its report channel, ``count`` (if any) the job
+    cgroup's CPU count, open for reading (its arguments: /job/PROGRAM REPORT [COUNT])."""
     strong = request["hardening"]
     if strong["cgroup"]:
         _oom_score_adj(500)  # at the memory cap the kernel kills in the job, not the manager (raising: no privilege)
@@ -185,7 +192,7 @@ def program(request: dict, report: int) -> int:
     if strong["seccomp"]:  # the last step: the filter refuses chroot, mount, keyctl, ...
         kernel.load(RULES if all(strong.values()) else kernel.build_filter(strong, STUDENTS))
     path = request["program"]
-    sys.argv = [path, str(report)]
+    sys.argv = [path, str(report), *([] if count is None else [str(count)])]
     sys.path.insert(0, os.path.dirname(path))
     with open(path, "rb") as fh:
         source = fh.read()
@@ -451,6 +458,7 @@ if __name__ == "__main__":
     load_module("calling", os.path.join(CHECKOUT, "mha_checks", "calling.py"))  # warm: the job's
     load_module("as_student", os.path.join(INSIDE, "as_student.py"))  # `import calling` finds it loaded (numpy too)
     load_module("student", os.path.join(INSIDE, "student.py"))  # (it imports those two)
+    load_module("clock", os.path.join(INSIDE, "clock.py"))  # (the harness's measure of a test's time)
     import numpy.random  # noqa: F401, E402 - what the harness seeds in each job: loaded once here (16 ms a job else)
     import random  # noqa: F401, E402
     cgroups = load_module("mha_grader.walls.cgroups", os.path.join(HERE, "cgroups.py"))

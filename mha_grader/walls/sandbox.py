@@ -51,16 +51,31 @@ ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF
 
 @dataclass(frozen=True)
 class Limits:
-    test_s: float = 10.0        # wall time of one test (its cells and cases)
-    test_cpu_s: int = 10        # CPU seconds of one test
-    notebook_s: float = 60.0    # wall time of all the tests of one notebook
+    """A job's limits. Its time limits are the student's own time (inside/harness.py's Clock): CPU time of
+    all the job's processes, and time its code spent waiting by itself; what the machine takes (a busy
+    CPU, a pause) is not counted, and ``backstop`` times each limit in wall-clock time ends a job as the
+    machine's (never the student's verdict: the judge says so, and the notebook is graded again)."""
+    test_s: float = 10.0        # own time of one test (its cells and cases)
+    test_cpu_s: float = None    # CPU seconds of one test (None: test_s)
+    notebook_s: float = 60.0    # own time, and CPU seconds, of all the tests of one notebook
     memory: int = 4 << 30       # address space of each process, and memory of all the job's together
     processes: int = 64         # processes of the sandbox user, and of the job
     file_size: int = 16 << 20   # largest file it may write (in its /tmp)
     cpus: float = 1.0           # CPU time of the whole job per wall second (so a test: test_s CPU s at most)
+    backstop: float = 10.0      # wall-clock limits: this many times the test's and the notebook's
+
+    def __post_init__(self):
+        if self.test_cpu_s is None:
+            object.__setattr__(self, "test_cpu_s", self.test_s)
 
     def as_dict(self) -> dict:
-        return {"test_s": self.test_s, "test_cpu_s": self.test_cpu_s, "notebook_s": self.notebook_s}
+        return {"test_s": self.test_s, "test_cpu_s": self.test_cpu_s, "notebook_s": self.notebook_s,
+                "backstop": self.backstop}
+
+    def wall_s(self) -> float:
+        """The longest a job may take in wall-clock time: its notebook's backstop, a test started just before
+        it, and 30 s for its start and end; past it, the grader ends the job (as the machine's)."""
+        return self.backstop * (self.notebook_s + self.test_s) + 30
 
 
 @dataclass
@@ -253,7 +268,7 @@ def run(job: dict, limits: Limits = Limits(), unsafe: bool = False, program: str
 
 def _job_files(job_dir: Path, program: str, job: dict) -> None:
     """The job folder: the program, the modules it imports, and job.json; readable by the sandbox's users."""
-    for name in (INSIDE / program, CALLING, INSIDE / "as_student.py", INSIDE / "student.py"):
+    for name in (INSIDE / program, CALLING, INSIDE / "as_student.py", INSIDE / "student.py", INSIDE / "clock.py"):
         shutil.copy(name, job_dir / name.name)
     (job_dir / "job.json").write_text(json.dumps(job))
     for path in (job_dir.parent, job_dir, *job_dir.iterdir()):
@@ -279,7 +294,7 @@ def _request(root: Path, job_dir: Path, program: str, slot: int, limits: Limits,
     harness = UID_BASE + JOBS + n if student is not None and strong.harness_uid else student
     return {"root": str(root), "job": str(job_dir), "prefixes": prefix_paths(), "program": f"/job/{program}",
             "uid": harness, "student": student if student != harness else None,
-            "limits": rlimits, "hardening": dataclasses.asdict(strong),
+            "limits": rlimits, "hardening": dataclasses.asdict(strong), "cpu_count": program == "harness.py",
             "caps": {"memory": limits.memory, "processes": limits.processes, "cpus": limits.cpus}}
 
 
@@ -318,7 +333,7 @@ def _run_sandboxed(server: servers.ForkServer, request: dict, limits: Limits, er
         finally:
             os.close(write_end)
             theirs.close()
-        report = _collect(read_end, limits.notebook_s + 30, inputs)
+        report = _collect(read_end, limits.wall_s(), inputs)
         if not (report.timed_out or report.truncated):  # else: closing ours ends the job
             ours.settimeout(10)
             try:
@@ -347,7 +362,7 @@ def _run_unsafe(cmd: list[str], limits: Limits, errors, cwd: str, inputs) -> Rep
         started.append(proc)
         os.close(write_end)
         try:
-            report = _collect(read_end, limits.notebook_s + 30, inputs)
+            report = _collect(read_end, limits.wall_s(), inputs)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -372,17 +387,18 @@ def _channel() -> tuple[int, int]:
 
 def _collect(channel: int, timeout: float, inputs=None) -> Report:
     """JSON lines from ``channel`` until every writer has closed it or time is up (then closed);
-    each ``{"ask": ...}`` answered with ``inputs(record)``."""
+    each ``{"ask": ...}`` answered with ``inputs(record)``. What the job sent is read before time is
+    found up: a grader that was itself paused (a stopped Dask worker) reads the report the job left."""
     report, start = Report(), time.monotonic()
     buffer, total, pending = b"", 0, b""
     os.set_blocking(channel, False)
     try:
         while True:
             left = timeout - (time.monotonic() - start)
-            if left <= 0:
+            readable, writable, _ = select.select([channel], [channel] if pending else [], [], max(left, 0))
+            if not (readable or writable) and left <= 0:
                 report.timed_out = True
                 break
-            readable, writable, _ = select.select([channel], [channel] if pending else [], [], left)
             if writable:
                 try:
                     pending = pending[os.write(channel, pending[:1 << 16]):]
