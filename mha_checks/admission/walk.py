@@ -9,7 +9,7 @@ the path if anything forbidden is reachable.
 Where it starts (:func:`roots`): every admitted module member (``admitted.MODULES``); sample values
 (tensors and arrays of several dtypes and layouts, argument arrays as the grader lays them out, their
 scalars, dtypes, devices, sizes, generators and their bound methods, named tuples, torch's layers, the
-exercise-5 stand-in, containers, strings, numbers, iterators, exceptions that carry a module); and
+exercises' stand-ins (5 and 6), containers, strings, numbers, iterators, exceptions that carry a module); and
 everything a notebook can define (:mod:`.shapes`: classes of every admitted form, their instances,
 methods, functions, generators, closures), run as the grader runs a notebook and taken as the rule takes
 them: each object is walked as what the rule says it is (a value, the student's own object, a notebook
@@ -32,7 +32,8 @@ notebook's own included) or the builtins', a code object, a frame or a traceback
 package outside the admitted libraries (``os``, ``sys``, ``pickle``...), raw pointers (ctypes objects,
 capsules), memory that is read-only underneath (a memoryview or array over a bytes object or a NumPy
 scalar, which ``torch.from_numpy`` would hand back writable), or a ready-made attention (torch's attention
-under any name, ``torch._C``, ``torch.ops``); and, of the notebook's objects, when a notebook class, or a
+under any name, ``torch._C``, ``torch.ops``; exercises 6 and 7's ready-made answers, ``mha_lib.decoder`` and
+``torch.nn.attention`` with its bottom-right causal mask); and, of the notebook's objects, when a notebook class, or a
 function whose ``self``, ``cls`` or parameter the rule trusts, is reached as a value (its methods could
 then be called on any object), or when the rule takes an object for the student's own (or a notebook
 class) and it is not. The shapes' code checks the last claim where it runs too: every binding the rule
@@ -101,6 +102,16 @@ def _ready_made() -> dict[int, str]:
                     pass
     out[id(torch._C)] = "torch._C"
     out[id(torch.ops)] = "torch.ops"
+    # exercises 6 and 7's ready-made answers: the course's decoder (mha_lib.decoder: grouped-query causal attention,
+    # its mask, its cache, its layers) and torch.nn.attention (a bottom-right causal mask, flex attention)
+    from mha_lib import decoder as course_decoder
+    from torch.nn import attention as nn_attention
+    from torch.nn.attention import bias as attention_bias
+    for module in (course_decoder, nn_attention, attention_bias):
+        for name, obj in vars(module).items():
+            if not name.startswith("_") and getattr(obj, "__module__", None) == module.__name__:
+                out[id(obj)] = f"{module.__name__}.{name}"
+        out[id(module)] = module.__name__
     return out
 
 
@@ -203,6 +214,17 @@ def notebook_value(obj) -> str | None:
 
 # --- the samples -------------------------------------------------------------------------------------
 
+def _decoder_stand_in():
+    """Exercise 6's decoder as a graded function receives it (two blocks; its parts are reached by the walk)."""
+    def pair(*shape):
+        return {"weight": calling.encode_array(np.ones(shape)), "bias": calling.encode_array(np.ones(shape[0]))}
+    attn = {"embed_dim": 4, "num_heads": 2, "weights": {f"{p}_{w}": calling.encode_array(np.ones((4, 4) if w == "weight"
+                                                                                              else 4))
+                                                        for p in calling.PROJECTIONS for w in ("weight", "bias")}}
+    layer = {"attn": attn, "norm1": pair(4), "norm2": pair(4), "linear1": pair(6, 4), "linear2": pair(4, 6)}
+    return calling.decoder_stand_in({"eps": 1e-5, "layers": [layer, layer], "norm": pair(4)})
+
+
 def samples() -> list[tuple[str, object]]:
     t = torch.arange(6.0).reshape(2, 3)
     leaf = torch.ones(2, 3, requires_grad=True)
@@ -227,6 +249,7 @@ def samples() -> list[tuple[str, object]]:
         ("torch.max", torch.max(t, 0)), ("torch.linalg.svd", torch.linalg.svd(t)),
         ("np.random.Generator", np.random.default_rng(0)), ("np.random.RandomState", np.random.RandomState(0)),
         ("torch.Generator", torch.Generator()), ("mha", mha), ("mha.out_proj", mha.out_proj),
+        ("decoder", _decoder_stand_in()),
         ("nn.Linear", nn.Linear(3, 2)), ("nn.LayerNorm", nn.LayerNorm(3)), ("nn.Dropout", nn.Dropout(0.1)),
         ("nn.ModuleList", nn.ModuleList([nn.Linear(2, 2)])), ("nn.Sequential", nn.Sequential(nn.ReLU())),
         ("nn.Embedding", nn.Embedding(3, 2)), ("generator", (i for i in range(3))), ("map", map(abs, [1])),
