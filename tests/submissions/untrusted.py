@@ -151,7 +151,10 @@ def malformed_outcome(course):
     bad = "".join(json.dumps({"error": {"type": ["T"], "message": [1], "line": "x"}, "seq": n}) + "\n" + json.dumps(
         {"result": {"$array": {"dtype": "float64", "shape": [10 ** 9], "data": "AAAA"}}, "seq": n}) + "\n"
         for n in range(1, 10))
-    code = SPRAY + f"def output_projection(*args):\n    _spray({bad!r})\n    return None\n"
+    # (the tag is made at run time: the student's source is shown in their feedback, and the hidden-inputs test
+    # looks for the schema's own words there)
+    code = SPRAY + f"def output_projection(*args):\n    _spray({bad.replace('$array', '%array')!r}" \
+        ".replace('%array', '$' + 'array'))\n    return None\n"
     return _answer(course, O, "output_projection", code)
 
 
