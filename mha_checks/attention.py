@@ -81,6 +81,8 @@ SWITCHES = [
            "query i may attend to keys 0..i, itself included: torch.ones(T_q, T_k).tril(), not tril(-1)"),
     Switch("mask_square", "causal mask built for T_q x T_q (wrong when T_q != T_k)",
            "the mask is (T_q, T_k): query i sees keys 0..i, torch.ones(T_q, T_k).tril()"),
+    Switch("mask_transposed", "causal mask built (T_k, T_q), the sizes exchanged",
+           "the mask is (T_q, T_k), a row per query: torch.ones(T_q, T_k).tril()"),
     Switch("mask_plus_one", "mask off by one (each query also sees the key right after it)",
            "query i may attend to keys 0..i: torch.ones(T_q, T_k).tril(), not tril(1)"),
     Switch("mask_bottom_right", "causal mask aligned to the last key (bottom-right) instead of the first",
@@ -177,7 +179,7 @@ STAGE_OF = {"k_from_value": 0, "v_with_k_weights": 0, "no_q_bias": 0, "no_v_bias
             "no_split": 1, "no_in_bias": 0, "in_not_T": 0, "qk_swapped": 0, "qv_swapped": 0, "kv_from_query": 0, "v_from_key": 0,
             "split_no_T": 1, "split_strided": 1, "scale_d_model": 3, "no_scale": 3, "scale_d_k": 3,
             "scale_mul": 3, "no_mask": 4, "mask_always": 4, "mask_inverted": 4, "mask_strict": 4,
-            "mask_square": 4, "mask_bottom_right": 4, "mask_plus_one": 4, "mask_zero": 4, "mask_after": 5, "softmax_queries": 5, "softmax_heads": 5,
+            "mask_square": 4, "mask_transposed": 4, "mask_bottom_right": 4, "mask_plus_one": 4, "mask_zero": 4, "mask_after": 5, "softmax_queries": 5, "softmax_heads": 5,
             "merge_no_T": 7, "merge_order": 7, "heads_averaged": 7, "no_w_o": 8, "no_out_bias": 8,
             "out_not_T": 8, "weights_averaged": 5, "weights_are_scores": 5,
             "bias_interleaved": 0, "scores_transposed": 2, "scale_zero": 3, "values_by_scores": 6, "out_bias_each": 8,
@@ -193,8 +195,8 @@ _HEADS = {s.key for s in SWITCHES if isinstance(s.key, tuple) and s.key[0] == "h
 _RETURNED = {"weights_averaged", "weights_are_scores", "weights_T", "weights_flat", "weights_bh", "squeeze_weights"}
 # pairs that cannot both be on (one replaces the other)
 EXCLUSIVE = [{"scale_d_model", "no_scale", "scale_d_k", "scale_mul", "scale_zero", *_SCALES},
-             {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_bottom_right", "mask_plus_one",
-              "mask_kept"},
+             {"no_mask", "mask_inverted", "mask_strict", "mask_square", "mask_transposed", "mask_bottom_right",
+              "mask_plus_one", "mask_kept"},
              {"no_mask", "mask_zero", "mask_after"},
              {"softmax_queries", "softmax_heads", "softmax_batch", "softmax_whole", "softmax_max_queries",
               "softmax_max_heads"}, _RETURNED, {"no_split", *_RETURNED},
@@ -308,6 +310,8 @@ def allowed_mask(inp: Inputs, m=frozenset()):
         return np.tril(np.ones((t_q, t_k), dtype=bool), -1)
     if "mask_square" in m:
         return np.tril(np.ones((t_q, t_q), dtype=bool))
+    if "mask_transposed" in m:
+        return np.tril(np.ones((t_k, t_q), dtype=bool))
     if "mask_plus_one" in m:
         return np.tril(np.ones((t_q, t_k), dtype=bool), 1)
     if "mask_bottom_right" in m:
@@ -348,7 +352,7 @@ def _forward(inp: Inputs, m, kept=None):
     if "module_called" in m:  # the grader's mha computes nothing: the call fails as it does (calling.py)
         raise TypeError(NOT_A_MODULE)
     if "assert_square" in m and inp.causal and sizes["T_q"] != sizes["T_k"]:
-        raise Failure(("assert",))
+        raise Failure(("assert", ""))
     q, k, v, raw = _projected(inp, m)
     scores = raw / divisor(inp, m)
     allowed = allowed_mask(inp, m)  # broadcast against the scores, as torch's masked_fill does

@@ -31,6 +31,7 @@ import numpy as np
 
 MAX_ELEMENTS = 1_000_000  # a result larger than this is not carried back
 MAX_VALUES = 20_000       # numbers, strings, arrays and lists in one result (the largest answer has ~1,200)
+MAX_ITEMS = 64            # items of one returned list or tuple (an answer is at most a pair, or h arrays)
 DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
 NOT_A_MODULE = ("mha holds the weights of a torch.nn.MultiheadAttention, nothing more: calling the module (its "
                 "forward) would be a ready-made answer, so here it computes nothing. Compute the attention "
@@ -84,8 +85,13 @@ def encode(value, depth: int = 0):
         value = value.as_subclass(torch.Tensor)
     if depth > 4:
         return {"$other": "a value nested too deep"}
-    if value is None or isinstance(value, bool | int | float | str):
-        return value[:200] if isinstance(value, str) else value
+    if value is None or isinstance(value, bool):
+        return value if value is None else bool.__bool__(value)
+    if isinstance(value, int):  # (its own value, not what a subclass says of itself)
+        number = int.__int__(value)
+        return number if -(1 << 63) < number < 1 << 63 else {"$other": "an integer beyond 64 bits"}
+    if isinstance(value, float | str):
+        return float.__float__(value) if isinstance(value, float) else str.__getitem__(value, slice(None, 200))
     if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
         try:
             array = _bfloat16_as_float16(value) if str(getattr(value, "dtype", "")) == "torch.bfloat16" \
@@ -93,12 +99,16 @@ def encode(value, depth: int = 0):
         except (TypeError, RuntimeError):  # complex32, sparse, ...: not an answer we can read
             return {"$other": f"a tensor of dtype {str(getattr(value, 'dtype', '?'))[:40]}"}
         return {"$tensor": _encode_numeric(array, type_name(value))}
-    if isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 1 and len(value) <= 64:
+    if isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 1 and len(value) <= MAX_ITEMS:
         value = list(value)  # np.array([w, b], dtype=object): a sequence of its items, like a list
     if isinstance(value, np.ndarray | np.generic):
         return _encode_numeric(np.asarray(value), type_name(value))
-    if isinstance(value, tuple | list) and len(value) <= 64:
-        items = [encode(v, depth + 1) for v in value]
+    if isinstance(value, tuple | list):  # its items, as many as it holds (never its len(), which may say otherwise)
+        items = list(itertools.islice(tuple.__iter__(value) if isinstance(value, tuple) else list.__iter__(value),
+                                      MAX_ITEMS + 1))
+        if len(items) > MAX_ITEMS:
+            return {"$other": f"a {type_name(value)} of more than {MAX_ITEMS} items"}
+        items = [encode(v, depth + 1) for v in items]
         return {"$tuple": items} if isinstance(value, tuple) else items
     return {"$other": f"a {type_name(value)}"}
 

@@ -149,8 +149,8 @@ def allowed(t_q: int, t_k: int, m=frozenset()) -> np.ndarray | None:
     shift = 0 if "mask_top_left" in m else t_k - t_q
     shift += 1 if "mask_plus_one" in m else -1 if "mask_minus_one" in m else 0
     if "mask_square" in m:
-        if t_q != t_k:  # a (T_q, T_q) mask against (T_q, T_k) scores: torch's broadcast error
-            raise Failure(("broadcast", frozenset((t_q, t_k)), 3))
+        if t_q != t_k:  # scores (.., T_q, T_k) masked by a (T_q, T_q) mask: torch's broadcast error, tensor a
+            raise Failure(("broadcast", t_k, t_q, 3))  # the scores (masked_fill's self), tensor b the mask
         return np.tril(full)
     return np.triu(full, shift) if "mask_inverted" in m else np.tril(full, shift)
 
@@ -167,7 +167,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise Failure(("contract", a.shape[-1], b.shape[-2]))
     for dim, (x, y) in enumerate(zip(a.shape[:-2], b.shape[:-2])):
         if x != y and 1 not in (x, y):
-            raise Failure(("broadcast", frozenset((x, y)), dim))
+            raise Failure(("broadcast", x, y, dim))  # torch's tensor a is the first operand
     return a @ b
 
 

@@ -89,7 +89,8 @@ KINDS.update({
     "test_mha_shapes": {**_MHA, **_UNMASKED, "self": "self-attention: key and value are the query",
                         "cross T_q>T_k": "", "cross T_q<T_k": "", "causal": "causal=True", "T_k=1": "one key"},
     "test_mha_weights": {**_MHA, "self": "causal self-attention", "cross T_q>T_k": "causal, more queries than keys",
-                         **_UNMASKED, "T=1": "one position", "worked example": "the prompt's worked example"},
+                         "cross T_q<T_k": "causal, fewer queries than keys", **_UNMASKED, "T=1": "one position",
+                         "worked example": "the prompt's worked example"},
     "test_mha_self_attention": {**_MHA, **_UNMASKED, "self": "key and value are the query", "T=1": "one position"},
     "test_mha_causal": {**_MHA, "self": "causal self-attention", "T=1": "one position",
                         "worked example": "the prompt's worked example, with its stated answer"},
@@ -379,7 +380,8 @@ MAKERS = {  # grade cell -> rng -> cases (kinds: KINDS[grade cell])
         {"cross": True, "causal": None, "fixed": ONE_QUERY}], "shape"),
     "test_mha_weights": lambda rng: mha_cases(rng, [
         {"cross": False, "causal": True}, {"cross": False, "causal": True},
-        {"cross": True, "causal": True, "order": ">"}, {"cross": False, "causal": False, "fixed": ONE_HEAD},
+        {"cross": True, "causal": True, "order": ">"}, {"cross": True, "causal": True, "order": "<"},
+        {"cross": False, "causal": False, "fixed": ONE_HEAD},
         {"cross": False, "causal": True, "fixed": ONE_QUERY}, {"cross": False, "causal": None}], "weights",
         worked=True),
     "test_mha_self_attention": lambda rng: mha_cases(rng, [{"cross": False, "causal": False}] * 3 + [

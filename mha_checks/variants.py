@@ -29,7 +29,7 @@ class Failure(Exception):
         self.signature = signature
 
 
-ANY = ("any error",)  # a switch that fails on this input whatever the student's code raised
+UNBATCHED = ("rank", 3, 2)  # code written for (B, T, d_in) given (T, d_in): three axes expected, two found
 
 
 # --- mistakes any function can make -------------------------------------------------------------
@@ -115,7 +115,7 @@ def scaled_by(factor: float, wname: str) -> Switch:
 
 def linear(x, w, b=None, m=frozenset()):
     if "batched_only" in m and np.ndim(x) == 2:
-        raise Failure(ANY, "fails on a (T, d_in) input")
+        raise Failure(UNBATCHED, "not enough values to unpack (expected 3, got 2)")
     if "half_product" in m:  # the product computed in float16, the bias added in the inputs' dtype
         return linear(*sixteen((x, w)), None, (m - {"half_product"}) | {"half"}) + (0 if b is None else b)
     w_ = np.swapaxes(w, -1, -2) if "w_T" in m else w

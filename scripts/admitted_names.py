@@ -131,6 +131,17 @@ FAMILIES.append(Family("Cython classes",
                        "np.random.default_rng() returns"))
 FAMILIES.append(Family("attributes by a string", "reads attributes by a name built at run time (a way around "
                        "the rule)", _names("attrgetter methodcaller"), where=frozenset({"operator"})))
+FAMILIES.append(Family("reads names from a frame",  # (found from outside: np.bmat("name"))
+                       "reads variables by names given in a string, from the frame of the code that calls it "
+                       "(np.bmat('A, B'), and np.r_ and np.c_ given a string: any variable, by a name built at run "
+                       "time); use np.block, np.concatenate or np.stack with the arrays themselves",
+                       _names("bmat r_ c_"), where=frozenset({"numpy"})))
+FAMILIES.append(Family("writable view of read-only memory",  # (found from outside: np.ScalarType[6] is memoryview)
+                       "hands out memory that NumPy or Python keep read-only (a memoryview of a NumPy scalar or of "
+                       "a bytes object), which torch.from_numpy, torch.as_tensor and torch.asarray would wrap as a "
+                       "writable tensor and so change an object that must not change (not memory-safe); use the "
+                       "array or the tensor itself (x.detach() for a tensor's values without its gradient)",
+                       _names("ScalarType data"), where=frozenset({"numpy", "values"})))
 MEMBER_FAMILIES = {("numpy.lib.stride_tricks", "as_strided"): "raw memory"}  # left out of a positive list
 NOT_CALLED_FAMILY = "arrays over a buffer"  # admitted as names (isinstance, annotations), never called
 

@@ -32,14 +32,14 @@ TORCH_WORDS = {  # a switch's own failure, as torch words it (what a student's t
                                               "and stride (at least one dimension spans across two contiguous "
                                               "subspaces). Use .reshape(...) instead."),
     "nothing to join": lambda s: ("ValueError", "torch.cat(): expected a non-empty list of Tensors"),
-    "assert": lambda s: ("AssertionError", ""),
+    "assert": lambda s: ("AssertionError", s[1]),
+    "rank": lambda s: ("ValueError", f"not enough values to unpack (expected {s[1]}, got {s[2]})"),
     "broadcast": lambda s: ("RuntimeError", "The size of tensor a ({}) must match the size of tensor b ({}) at "
-                            "non-singleton dimension {}".format(*sorted(s[1]), s[2])),
+                            "non-singleton dimension {}".format(*s[1:])),
     "contract": lambda s: ("RuntimeError", f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[6, {s[1]}] but got: [6, {s[2]}]."),  # a batched product (q @ k^T, weights @ v)
     "join": lambda s: ("RuntimeError", "Sizes of tensors must match except in dimension {}. Expected size {} but got "
                        "size {} for tensor number 1 in the list.".format(s[1], *sorted(s[2]))),
-    "any error": lambda s: ("ValueError", "einstein sum subscripts string contains too many subscripts for operand 0"),
 }
 
 
@@ -215,3 +215,73 @@ def test_no_cause_is_named_that_does_not_reproduce_every_call(grade, kind):
         if kind == "rounded" or kind == "noise":  # a torch function holds a 16-bit computation to float16's
             # tolerance, where noise of that size is rounding too; never a scale, never a mask
             assert all(k in ({"half"}, {"half_product"}) for k in verdict.causes), verdict.message
+
+
+# --- issue 36: a cause is named only when it reproduces the answer, the error's words included --------------
+
+def _torch_student(mask) -> object:
+    """Exercise 5 in torch, right but for the causal mask ``mask(T_q, T_k)`` (True where a key is hidden)."""
+    import math
+
+    import torch
+    import torch.nn.functional as F
+
+    def multi_head_attention(query, key, value, mha, causal=False):
+        h = mha.num_heads
+        q, k, v = (F.linear(x, w, b).unflatten(-1, (h, -1)).transpose(1, 2) for x, w, b in
+                   zip((query, key, value), mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)))
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if causal:
+            s = s.masked_fill(mask(query.shape[1], key.shape[1]), float("-inf"))
+        a = s.softmax(-1)
+        return mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a
+    return multi_head_attention
+
+
+def _verdicts(function) -> dict:
+    out, before = {}, []
+    for grade in ("test_mha_weights", "test_mha_causal", "test_mha_cross", "test_mha_shapes"):
+        cases = hidden.hidden_cases(grade, np.random.default_rng(RNG_SEED))
+        outcomes = [calling.call(function, list(c.names), c.specs()) for c in cases]
+        verdict = judge_test(cases, outcomes, tuple(before))
+        every_cause_reproduces("multi_head_attention", cases, outcomes, verdict)
+        out[grade] = verdict
+        before += cases
+    return out
+
+
+def test_a_mask_built_t_k_by_t_q_is_named_only_by_causes_whose_error_words_it_gives():
+    """Issue 36: a mask built (T_k, T_q) raises torch's broadcast error with tensor a (the mask's T_q) and
+    tensor b (the scores' T_k); keys computed from the query give the same sizes the other way round, which
+    a signature of the sizes alone (a set) could not tell apart: the cause named is the true one, or a tie that
+    includes it (a mask built T_q x T_q fails with the very same words on every call drawn), never a cause
+    matched only by the raise."""
+    import torch
+    verdicts = _verdicts(_torch_student(lambda t_q, t_k: torch.ones(t_k, t_q, dtype=torch.bool).triu(1)))
+    named = [v for v in verdicts.values() if v.causes]
+    assert named, {g: v.message for g, v in verdicts.items()}
+    for verdict in named:
+        keys = {k for combo in verdict.causes for k in combo}
+        assert "mask_transposed" in keys and "kv_from_query" not in keys, verdict.message
+
+
+@pytest.mark.parametrize("error, named", [
+    ({"type": "AssertionError", "message": "T_q must equal T_k for my mask"}, False),  # the student's own words
+    ({"type": "AssertionError", "message": ""}, True),
+    ({"type": "RuntimeError", "message": "The size of tensor a (3) must match the size of tensor b (4) at "
+                                         "non-singleton dimension 3"}, True),
+    ({"type": "RuntimeError", "message": "The size of tensor a (4) must match the size of tensor b (3) at "
+                                         "non-singleton dimension 3"}, False),  # the sizes the other way round
+    ({"type": "TypeError", "message": "unsupported operand type(s) for +: 'Tensor' and 'NoneType'"}, True),
+    ({"type": "TypeError", "message": "'NoneType' object has no attribute 'shape'"}, False),
+    ({"type": "ValueError", "message": "not enough values to unpack (expected 3, got 2)"}, True),
+    ({"type": "ValueError", "message": "too many values to unpack (expected 2)"}, False),  # a ValueError alone
+])
+def test_an_error_is_reproduced_by_its_words_not_its_type(error, named):
+    from mha_checks.diagnosis.errors import same_failure
+    switch_failure = {"AssertionError": variants.Failure(("assert", "")),
+                      "RuntimeError": ValueError("operands could not be broadcast together with shapes (3,3) "
+                                                 "(2,5,3,4) ()"),
+                      "TypeError": TypeError("unsupported operand type(s) for +: 'float' and 'NoneType'"),
+                      "ValueError": variants.Failure(variants.UNBATCHED)}[error["type"]]
+    assert same_failure(error, switch_failure) is named

@@ -21,7 +21,7 @@ VIEWS = {"test_project_values", "test_project_bias", "test_fuse_heads", "test_sp
 DISCRIMINATING = {"test_project_values": 4, "test_project_bias": 4, "test_fuse_heads": 3,
                   "test_split_heads_shape": 4, "test_split_heads_values": 3, "test_merge_heads_shape": 4,
                   "test_merge_heads_values": 4, "test_output_projection_values": 3, "test_output_projection_bias": 3,
-                  "test_output_projection_per_head": 3, "test_mha_shapes": 3, "test_mha_weights": 3,
+                  "test_output_projection_per_head": 3, "test_mha_shapes": 3, "test_mha_weights": 4,
                   "test_mha_self_attention": 3, "test_mha_causal": 3, "test_mha_cross": 4,
                   "test_causal_attention_square": 3, "test_causal_attention_last": 3,
                   "test_decode_step_empty_cache": 3, "test_decode_step_cached": 3, "test_generate_one_layer": 2,
@@ -182,7 +182,8 @@ def problems(grade_id: str, cases: list) -> list[str]:
         calls = [(SPECS[c.function].sizes(c), causal_of(c)) for c in first]
         want = {"test_mha_cross": [(True, ">"), (True, "<"), (False, "<"), (False, ">")],
                 "test_mha_shapes": [(False, ">"), (False, "<"), (False, "=")],
-                "test_mha_weights": [(True, "="), (True, "="), (True, ">")], "test_mha_causal": [(True, "=")] * 3,
+                "test_mha_weights": [(True, "="), (True, "="), (True, ">"), (True, "<")],
+                "test_mha_causal": [(True, "=")] * 3,
                 "test_mha_self_attention": [(False, "=")] * 3}[grade_id]
         have = sorted((causal, "=" if s["T_q"] == s["T_k"] else ">" if s["T_q"] > s["T_k"] else "<")
                       for s, causal in calls)

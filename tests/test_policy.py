@@ -5,6 +5,8 @@ class bodies, comprehensions, decorators, defaults, match); the student's own ob
 by analysis, never by a name being "on no known type"; only what the graded functions reach runs
 and is judged, in one pass; no honest style is refused (the reference answers, the right-answer
 catalogue, the styles listed below). The closure of what is admitted: test_admission_closure.py."""
+import json
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -586,3 +588,35 @@ def test_selecting_a_large_free_cell_is_linear():
 
     small, large = cost(300), cost(3000)  # (3,000 lines: ~100 kB, the largest code cell a notebook may hold)
     assert large < 20 * small, (small, large)  # (quadratic: ~100x; seconds: bench/bench_grading.py)
+
+
+# --- issue 36: the prompts say what the rule refuses that an honest student may reach for ------------------
+
+PROMPTED = {  # what a prompt names -> code that uses it (the rule must refuse it), what it suggests instead
+    "np.lib.stride_tricks.as_strided": ("np.lib.stride_tricks.as_strided(x, (2,), (8,))", ("reshape",)),
+    "np.frombuffer": ("np.frombuffer(b'ab', dtype=np.uint8)", ("reshape",)),
+    "`.data`": ("x.data", ("the array itself", "t.detach()")),
+    "np.bmat": ("np.bmat('x')", ("np.concatenate",)),
+    "np.r_": ("np.r_[x, x]", ("np.block",)),
+    "getattr": ("getattr(x, 'T')", ("write the attribute",)),
+    "dataclasses.field(...)": ("dataclasses.field(default=0)", ("@dataclass",)),
+}
+
+
+@pytest.mark.parametrize("notebook", ["01_project", "02_split_heads", "03_merge_heads", "04_output_projection",
+                                      "05_assembly"])
+def test_each_prompt_says_what_the_rule_refuses_and_what_to_write_instead(notebook):
+    """Issue 36: honest NumPy as_strided cost a whole function with no word of it in the prompts. Each released
+    notebook's prompt names what the rule refuses that honest code reaches for, with what to write instead,
+    and the rule does refuse each (the prompt cannot go stale)."""
+    cells = json.loads((judged.REPO / "exercises" / "mha" / f"{notebook}.ipynb").read_text())["cells"]
+    prompt = " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+    names = [n for n in PROMPTED if n.strip("`") in prompt and (notebook != "05_assembly" or n not in (
+        "np.bmat", "np.r_"))]
+    assert "The grader runs only what your function" in prompt and len(names) >= 5, (notebook, names)
+    for name in names:
+        code, instead = PROMPTED[name]
+        assert any(words in prompt for words in instead), (notebook, name, instead)
+        found = admission.refusals([{"label": "c", "source": "import dataclasses\nimport numpy as np\n\n\n"
+                                     f"def f(x):\n    return {code}\n"}], {"f"})
+        assert found, (name, code)

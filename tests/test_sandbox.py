@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from mha_checks import calling
-from mha_grader.walls import probing, sandbox
+from mha_grader.walls import kernel, probing, sandbox
 
 REPO = Path(__file__).resolve().parents[1]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's tests run as root, as CI does")
@@ -378,7 +378,9 @@ WEAKENINGS = {  # one weakening of the sandbox: the claims the probe must then r
     "syscall_allowlist": ["system calls outside the allowlist refused", "no lock or watch on the host's files"],
     "foreign_arch_kills": ["calls of another architecture kill the job"],
     "socket_families": ["no socket opens, of any family"],
-}
+    "pid_1_rule": ["the filter refuses every call aimed at pid 1 (ENOSYS)"],  # (the uids alone keep it out of reach:
+}                                                                          # the kernel's EPERM is not the filter's)
+ADDED = ("getppid", "ptrace", "io_uring_setup")  # a call added to the filter's list: harmless, then two that are not
 
 
 def add_key(description: str, keyring: int) -> int:
@@ -435,8 +437,35 @@ def test_the_probe_reports_a_memory_cap_above_the_machines_memory():
     assert any(p.startswith("memory limit per process") for p in problems), problems
 
 
+@pytest.mark.parametrize("added", ADDED)
+def test_the_probe_reports_a_call_added_to_the_filters_list(added):
+    """Issue 36: the probe sweeps every call outside its own list (inside/probe.py's MAY_MAKE, written apart
+    from kernel.ALLOWED), so a call admitted by the filter alone is seen (getppid was not: a call that worked
+    was taken for the kernel's own answer)."""
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes(), hardening=sandbox.Hardening(also_admit=(added,)))
+    failed = {p.split(": failed")[0]: p for p in problems}
+    assert added in failed.get("system calls outside the allowlist refused", ""), problems
+
+
+def _opened(call: str) -> list[str]:
+    return ["call forms outside the allowlist refused"] + (
+        ["the filter refuses every call aimed at pid 1 (ENOSYS)"] if call in ("kill", "tgkill", "prlimit64") else [])
+
+
+@pytest.mark.parametrize("call", kernel.argument_ruled())
+def test_the_probe_reports_each_argument_rule_of_the_filter_dropped(call):
+    """Issue 36: each call the filter admits in some forms only, admitted whole instead: the probe tries the
+    forms that must be refused and wants the filter's own answer (ENOSYS), not the kernel's (EPERM, ENOTTY)."""
+    problems = probing.probe(PRIVATE, sandbox.python_prefixes(), hardening=sandbox.Hardening(argument_rules=(call,)))
+    failed = {p.split(": failed")[0] for p in problems}
+    assert set(_opened(call)) <= failed, problems
+
+
 def test_every_weakening_the_sandbox_can_be_given_is_in_the_mutation_test():
-    assert {f.name for f in dataclasses.fields(sandbox.Hardening)} == set(WEAKENINGS)
+    switches = {f.name for f in dataclasses.fields(sandbox.Hardening) if f.type in (bool, "bool")}
+    assert switches == set(WEAKENINGS)
+    assert {f.name for f in dataclasses.fields(sandbox.Hardening)} - switches == set(kernel.FILTER_WEAKENINGS)
+    assert set(kernel.argument_ruled()) >= {"clone", "kill", "tgkill", "prlimit64", "setresuid", "fcntl"}
 
 
 KEYS = '''

@@ -212,12 +212,7 @@ def test_text_is_made_valid_and_capped():
     [{"test": "t", "case": 0, "outcome": {"result": 1.0}}, {"test": "t", "case": 0, "outcome": {"result": 1.0}}],
     [{"test": "t", "case": 1, "outcome": {"result": 1.0}}],
     [{"test": "t", "case": 0, "outcome": {"result": 1.0, "mutated": ["y"]}}],
-    [{"test": "t", "case": 0, "outcome": {"result": {"$array": {"dtype": "float64", "shape": [10 ** 9], "data": ""}}}}],
-    [{"test": "t", "case": 0, "outcome": {"result": {"$array": {"dtype": "float64", "shape": [2], "data": "AAAA"}}}}],
-    [{"test": "t", "case": 0, "outcome": {"result": {"$code": "os.system('x')"}}}],
-    [{"test": "t", "case": 0, "outcome": {"result": [[[[[[[[1]]]]]]]]}}],
     [{"test": "t", "case": 0, "outcome": {"result": 1, "ready_made": False}}],
-    [{"test": "t", "case": 0, "outcome": {"error": {"type": "T", "message": "m"}}}],
     [{"test": "t", "secret": 1}],
     [{"test": "t", "status": "done", "detail": 0, "time": SPENT}] * 50,
 ], ids=lambda r: json.dumps(r)[:60])
@@ -225,6 +220,48 @@ def test_a_record_outside_the_schema_is_refused_with_a_sentence(records):
     with pytest.raises(frames.Invalid) as refused:
         frames.events(records, JOB)
     assert str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("outcome", [
+    {"result": {"$array": {"dtype": "float64", "shape": [10 ** 9], "data": ""}}},
+    {"result": {"$array": {"dtype": "float64", "shape": [2], "data": "AAAA"}}},
+    {"result": {"$code": "os.system('x')"}},
+    {"result": [[[[[[[[1]]]]]]]]},
+    {"result": [0.0] * 100},
+    {"result": 2 ** 63},
+    {"result": [1, -2 ** 70]},
+    {"error": {"type": "T", "message": "m"}},
+    {"error": {"type": ["T"], "message": [1], "line": "x"}},
+], ids=lambda o: json.dumps(o)[:60])
+def test_a_value_outside_the_schema_costs_its_call_alone(outcome):
+    """What a call gave back is the student's process's word: outside the schema, it is read as a value the
+    grader cannot read (that call's test fails with those words); the notebook's other records stand."""
+    got = frames.events([{"test": "t", "case": 0, "outcome": {**outcome, "mutated": ["x"]}},
+                         {"test": "t", "status": "done", "detail": 0}], JOB)["t"]
+    assert got["cases"][0]["mutated"] == ["x"] and got["status"] == ("done", 0)
+    assert got["cases"][0]["result"]["$other"].startswith("value the grader cannot read: "), got
+
+
+class _Lying(list):
+    def __len__(self):
+        return 1
+
+
+class _Huge(int):
+    def __int__(self):
+        return 3
+
+
+def test_a_returned_value_is_encoded_as_it_is_not_as_it_says():
+    """A list's items and an integer's value are read from the objects themselves (a subclass's len() or
+    int() is the student's code): 100 items are more than a frame holds, 2**70 more than 64 bits."""
+    assert calling.encode(_Lying([0.0] * 100)) == {"$other": "a _Lying of more than 64 items"}
+    assert calling.encode(_Lying([1.0, 2.0])) == [1.0, 2.0]
+    assert calling.encode(_Huge(2 ** 70)) == {"$other": "an integer beyond 64 bits"}
+    assert calling.encode(_Huge(5)) == 5 and calling.encode(-2 ** 63 + 1) == -2 ** 63 + 1
+    for value in (_Lying([0.0] * 100), _Huge(2 ** 70), (1,) * 65):
+        got = frames.events([{"test": "t", "case": 0, "outcome": {"result": calling.encode(value)}}], JOB)["t"]
+        assert "$other" in got["cases"][0]["result"], got
 
 
 def test_records_inside_the_schema_come_back_capped():

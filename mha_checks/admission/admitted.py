@@ -32,6 +32,8 @@ FAMILIES = {
     'what an exception carries': "is what an exception carries (the library's own objects, a module among them, may be in it)",
     'Cython classes': 'is a class whose methods, read from the class, do not check the object they are called on (called on another object, they crash the process: not memory-safe); use the instance np.random.default_rng() returns',
     'attributes by a string': 'reads attributes by a name built at run time (a way around the rule)',
+    'reads names from a frame': "reads variables by names given in a string, from the frame of the code that calls it (np.bmat('A, B'), and np.r_ and np.c_ given a string: any variable, by a name built at run time); use np.block, np.concatenate or np.stack with the arrays themselves",
+    'writable view of read-only memory': "hands out memory that NumPy or Python keep read-only (a memoryview of a NumPy scalar or of a bytes object), which torch.from_numpy, torch.as_tensor and torch.asarray would wrap as a writable tensor and so change an object that must not change (not memory-safe); use the array or the tensor itself (x.detach() for a tensor's values without its gradient)",
     "torch's runtime classes": "is part of torch's runtime (TorchScript IR, compilation units, storages, streams, dispatch keys, symbolic sizes, serialisers, benchmarks), not maths",
 }
 
@@ -51,14 +53,14 @@ MODULES = {
     'itertools': None,
     'math': None,
     'numpy': frozenset("""
-        False_ ScalarType True_ abs absolute acos acosh add all allclose amax amin angle any append apply_along_axis
+        False_ True_ abs absolute acos acosh add all allclose amax amin angle any append apply_along_axis
         apply_over_axes arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin argpartition
         argsort argwhere around array array2string array_equal array_equiv array_repr array_split array_str
         asanyarray asarray asarray_chkfinite ascontiguousarray asfortranarray asin asinh asmatrix astype atan atan2
         atanh atleast_1d atleast_2d atleast_3d average bartlett base_repr binary_repr bincount bitwise_and
         bitwise_count bitwise_invert bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor
-        blackman block bmat bool bool_ broadcast broadcast_arrays broadcast_shapes broadcast_to busday_count
-        busday_offset busdaycalendar byte bytes_ c_ can_cast cbrt cdouble ceil character choose clip clongdouble
+        blackman block bool bool_ broadcast broadcast_arrays broadcast_shapes broadcast_to busday_count
+        busday_offset busdaycalendar byte bytes_ can_cast cbrt cdouble ceil character choose clip clongdouble
         column_stack common_type complex128 complex256 complex64 complexfloating compress concat concatenate conj
         conjugate convolve copy copysign copyto corrcoef correlate cos cosh count_nonzero cov cross csingle cumprod
         cumsum cumulative_prod cumulative_sum datetime64 datetime_as_string datetime_data deg2rad degrees delete
@@ -80,7 +82,7 @@ MODULES = {
         nested_iters newaxis nextafter nonzero not_equal number object_ ogrid ones ones_like outer packbits pad
         partition percentile permute_dims pi piecewise place poly poly1d polyadd polyder polydiv polyfit polyint
         polymul polysub polyval positive pow power printoptions prod promote_types ptp put put_along_axis putmask
-        quantile r_ rad2deg radians ravel ravel_multi_index real real_if_close recarray reciprocal record remainder
+        quantile rad2deg radians ravel ravel_multi_index real real_if_close recarray reciprocal record remainder
         repeat require reshape resize result_type right_shift rint roll rollaxis roots rot90 round row_stack s_
         sctypeDict searchsorted select set_printoptions setbufsize setdiff1d seterr seterrcall setxor1d shape
         shares_memory short sign signbit signedinteger sin sinc single sinh size sort sort_complex spacing split
@@ -319,7 +321,7 @@ VALUE_ATTRIBUTES = frozenset("""
     cholesky_solve choose chunk clamp clamp_ clamp_max clamp_max_ clamp_min clamp_min_ clear clip clip_ clone
     clone_state cloned_coefficient cls_to_become coalesce compress conj conj_physical conj_physical_ conjugate
     contiguous coords copy copy_ copysign copysign_ corrcoef cos cos_ cosh cosh_ count count_include_pad
-    count_nonzero cov cpu cross cuda cum_seq_k cum_seq_q cummax cummin cumprod cumprod_ cumsum cumsum_ cutoffs data
+    count_nonzero cov cpu cross cuda cum_seq_k cum_seq_q cummax cummin cumprod cumprod_ cumsum cumsum_ cutoffs
     debug_attn_mask decode default_factory deg2rad deg2rad_ delta denominator dense_dim dequantize descr det detach
     detach_ device diag diag_embed diagflat diagonal diagonal_scatter diff difference difference_update digamma
     digamma_ dilation dim dim_order dirichlet discard dist distance_function div div_ div_value divide divide_
@@ -642,6 +644,11 @@ EXCLUDED = {  # family -> {module or 'values': names}
             share_memory share_memory_ storage storage_type untyped_storage
 """.split()),
     },
+    'reads names from a frame': {
+        'numpy': frozenset("""
+            bmat c_ r_
+""".split()),
+    },
     'ready-made attention': {
         'torch.nn': frozenset("""
             MultiheadAttention Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
@@ -692,6 +699,14 @@ EXCLUDED = {  # family -> {module or 'values': names}
     'what an exception carries': {
         'values': frozenset("""
             value
+""".split()),
+    },
+    'writable view of read-only memory': {
+        'numpy': frozenset("""
+            ScalarType
+""".split()),
+        'values': frozenset("""
+            data
 """.split()),
     },
 }

@@ -11,7 +11,13 @@ then take that object for the student's own (:mod:`.own`). So:
   class itself). Its dunder methods are the ordinary ones (``names.DUNDER_DEFS``).
 * A notebook class or method never escapes into a value: it is only called, subclassed, named in
   ``isinstance``, or read as ``Class.attribute`` (:meth:`~.syntax.Syntax._expr`, ``names``: a method read
-  bare in its class body), so no library object can become ``self``.
+  bare in its class body), so no library object can become ``self``. A class defined in a class body is
+  read as ``Outer.Inner`` or ``self.Inner`` as the class it is (:meth:`.own.OwnObjects._own_attribute`),
+  never under a name the values' attributes use (any object of the outer class, a value, would hand it
+  out), nor bound by ``case Outer(Inner=c)``; and the libraries keep no reference to a notebook class where
+  a value reaches it: a dataclass's ``Field`` (which its decorator fills with the annotation's object) is
+  never a value (:mod:`.calls`). ``tests/test_admission_closure.py`` proves it on the live objects: the
+  walk starts from every form of class a notebook defines (:mod:`.shapes`).
 * Read from a class (a notebook class, ``cls``, or a library base class), a method of the notebook's,
   ``__init__``, and any name the class does not bind in its own body or a notebook base's (the library
   base's or ``type``'s function, which takes any object as self) is only called, with the student's own
@@ -51,6 +57,10 @@ class Classes:
     def _class(self, node: ast.ClassDef, scope: Scope) -> None:
         inner = self.p.scope_of[id(node)]
         self._binding_name(node, node.name, self._bound_where(scope, node.name))
+        if scope.kind == "class" and node.name in admitted.VALUE_ATTRIBUTES:
+            self.refuse(node, f"the class `{node.name}` inside a class is named like an attribute of the values the "
+                              f"exercises use (`.{node.name}`): read through any object of the outer class, it "
+                              "would be a value whose methods could be called on any object; name it otherwise.")
         names = self.decorator_names(node, scope)
         for d, name in zip(node.decorator_list, names):
             self._expr(d, scope)
@@ -98,7 +108,7 @@ class Classes:
                    + (f" (`.{attr}` is not bound in your class's body: read from the class, the library's "
                       "function would accept any object as self)." if inherited else "."))
             return VALUE
-        return VALUE if inherited else self._own_attribute(attr)
+        return VALUE if inherited else self._own_attribute(attr, on_class=True)
 
     def _class_init(self, node: ast.Attribute, call, scope: Scope, refuse) -> Kind:
         """``Class.__init__`` of a notebook class or of a library base class: it runs on whatever object it is

@@ -4,7 +4,8 @@ Every expression the rule reads gets a kind, and every refusal rests on one. Onl
 trusted: ``static`` (an admitted library object, resolved here: a module, a function, a class), ``own``
 (the student's own object: :mod:`.own`), ``class`` and ``func`` (the notebook's own classes and
 functions), ``records``/``record`` (a ``collections.namedtuple`` class with its fields written out, and
-its instance). Anything else is a ``value``: admitted only through ``admitted.VALUE_ATTRIBUTES``.
+its instance), ``own-items`` (a generator, list or tuple whose every item is the student's own object),
+``field`` (a dataclass ``Field``: :mod:`.calls`). Anything else is a ``value``: admitted only through ``admitted.VALUE_ATTRIBUTES``.
 Where a name may be either of two kinds (bound twice, or read before a binding runs), :func:`join` keeps
 what holds for both, and ``conflict`` where a module, an isinstance-only name or a notebook class would
 be confused with anything else (:meth:`.syntax.Syntax._expr` refuses it).
@@ -17,7 +18,8 @@ from .library import not_called
 
 @dataclass(frozen=True)
 class Kind:
-    tag: str                 # static | own | class | func | records | record | value | conflict | builtin-refused
+    tag: str                 # static | own | own-items | class | func | records | record | field | value |
+    #                          conflict | builtin-refused
     obj: object = None       # static: the object; class: frozenset of ClassDef nodes; records (a class made by
     #                          collections.namedtuple) and record (its instance): frozenset of its field names
     text: str = ""
@@ -34,6 +36,8 @@ class Kind:
 VALUE = Kind("value")
 UNBOUND = Kind("unbound")  # a name bound nowhere: reading it raises NameError before anything else happens
 OWN = Kind("own")
+OWN_ITEMS = Kind("own-items")  # an iterable whose every item is the student's own object (:mod:`.own`)
+FIELD = Kind("field")
 
 
 def join(a: Kind, b: Kind) -> Kind:
@@ -42,6 +46,8 @@ def join(a: Kind, b: Kind) -> Kind:
         return a
     if "builtin-refused" in (a.tag, b.tag):
         return a if a.tag == "builtin-refused" else b
+    if "field" in (a.tag, b.tag):  # (a dataclass Field, whichever: never a value)
+        return FIELD
     if "unbound" in (a.tag, b.tag):
         return b if a.tag == "unbound" else a
     if "conflict" in (a.tag, b.tag) or a.module or b.module or a.not_called or b.not_called:

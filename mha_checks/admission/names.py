@@ -114,7 +114,12 @@ class Names:
             return Kind("class", frozenset({b.value}), b.name)
         if b.how == "alias":
             kind = self.quiet_kind(b.value, b.written)
-            return kind if kind.tag in ("static", "class", "own", "func", "records", "record") else VALUE
+            if kind.tag == "own-items" and not self.kept_whole(b):
+                return VALUE  # (a list of one's own objects, that something else might change)
+            return kind if kind.tag in ("static", "class", "own", "func", "records", "record", "field", "own-items") \
+                else VALUE
+        if b.how == "item":
+            return self.item_kind(b)
         if b.how == "first":
             return self.self_kind(b)
         if b.how == "param":
@@ -211,7 +216,8 @@ class Names:
             self._expr(node.target, scope)
             self._expr(node.annotation, scope, annotation=True)
             if node.value is not None:
-                self._expr(node.value, scope)
+                self._expr(node.value, scope, field_ok=scope.kind == "class" and isinstance(node.value, ast.Call)
+                           and "dataclasses.dataclass" in self.decorator_names(scope.node, scope.parent))
             return None
         self._children(node, scope)
 

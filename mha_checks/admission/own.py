@@ -12,7 +12,13 @@ so only for:
 * an attribute of an own object that only ever holds one (:meth:`OwnObjects.own_attrs`);
 * a parameter that every call passes one, of a function that cannot be called otherwise: never read but
   to be called, bound once, not graded (the grader calls it), no decorator of the student's own
-  (:meth:`OwnObjects.sites`, :meth:`OwnObjects.param_kind`).
+  (:meth:`OwnObjects.sites`, :meth:`OwnObjects.param_kind`);
+* an item of the student's own items (:meth:`OwnObjects.item_kind`): a loop's target, an index or ``next``
+  of a generator whose every ``yield`` gives one (:meth:`OwnObjects.yields`), or of a list, tuple or
+  comprehension of them (:meth:`OwnObjects.display_kind`), through ``enumerate``, ``zip``, ``list``,
+  ``reversed``...; a name (or an own object's attribute) holding such items keeps them only where nothing
+  can change them: it is read only to be iterated, indexed, counted or handed to those
+  (:meth:`OwnObjects.kept_whole`).
 
 "Only ever holds one" counts every writer, the library's included: a name the library may set on an
 object of a notebook class is never known to be the student's (:meth:`OwnObjects.library_sets`:
@@ -29,15 +35,17 @@ import ast
 import functools
 
 from . import admitted
-from .kinds import OWN, VALUE, Kind, join
+from .kinds import OWN, OWN_ITEMS, VALUE, Kind, join
 from .library import imported
-from .scopes import Binding, Scope
+from .scopes import COMPREHENSIONS, Binding, Scope
 from .words import family_text
 
 KEEP_BOUND = {"builtins.property", "functools.cached_property", "functools.lru_cache", "functools.cache",
               "functools.wraps", "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.enable_grad",
               "torch.autograd.grad_mode.inference_mode"}  # method decorators that keep `self` bound to the instance
 STATIC, CLASS, WRAPS = "builtins.staticmethod", "builtins.classmethod", "functools.wraps"
+READ_ONLY = (len, enumerate, zip, reversed, list, tuple, sorted, iter, next)  # they read items, change nothing
+KEEP_ITEMS = (list, tuple, reversed, sorted, iter)  # what they return holds the same items
 REGISTERS = {"register_module", "add_module", "register_buffer", "register_parameter", "set_submodule"}
 
 
@@ -69,7 +77,8 @@ class OwnObjects:
         """{id(def node): [(Call, scope, offset)]}: every call of each function (offset 0) and of each class
         (offset 1, for its ``__init__``), or None for one that escapes: read other than by a call, bound
         twice, a graded function (the grader calls it), a method (called through instances), or the
-        ``__init__`` of a class that is subclassed."""
+        ``__init__`` of a class that is subclassed, read as ``X.__init__`` (but ``super().__init__``), or
+        whose objects the libraries build again with arguments of their own (:meth:`_rebuilt`)."""
         if self._sites is not None:
             return self._sites
         sites: dict = {}
@@ -109,10 +118,47 @@ class OwnObjects:
                     kind = self.quiet_kind(base, scope.parent)
                     if kind.tag == "class":
                         escaped |= {id(_method(c, "__init__")) for c in kind.obj}
+                if self._rebuilt(scope):
+                    escaped.add(id(_method(scope.node, "__init__")))
+        escaped |= self._inits_read()
         for key in escaped:
             sites[key] = None
         self._sites = sites
         return sites
+
+    def _rebuilt(self, scope: Scope) -> bool:
+        """Do the libraries build objects of this class again, calling its ``__init__`` with arguments of their
+        own? A dataclass's (dataclasses.replace passes the fields it finds), an exception's (a copy calls the
+        class with the ``args`` it holds, which the notebook may set), a container layer's (a slice of a
+        ModuleList or a Sequential is built by calling its class). Only a plain class, a layer, a container of
+        Python's or a tensor keeps its ``__init__`` to the notebook's own calls."""
+        if "dataclasses.dataclass" in self.decorator_names(scope.node, scope.parent):
+            return True
+        keyed = tuple(getattr(imported("torch.nn"), n) for n in admitted.KEYED_BASES)
+        for base in scope.node.bases:
+            kind = self.quiet_kind(base, scope.parent)
+            if kind.tag == "static" and isinstance(kind.obj, type) and issubclass(kind.obj, (BaseException, *keyed)):
+                return True
+        return False
+
+    def _inits_read(self) -> set:
+        """The ``__init__``s that a read ``X.__init__`` may call with what it is given (the rule admits it with the
+        student's own object first, whatever follows): X's, if X is a notebook class; none for a library class
+        or ``super()``; every class's for anything else."""
+        read_in = {id(r.node): r.scope for r in self.p.reads_list}
+        every = {id(_method(s.node, "__init__")) for s in self.p.scopes if s.kind == "class"}
+        out = set()
+        for node in self.p.attribute_loads.get("__init__", []):
+            base, leftmost = node.value, node.value
+            while isinstance(leftmost, ast.Attribute | ast.Call | ast.Subscript):
+                leftmost = leftmost.func if isinstance(leftmost, ast.Call) else leftmost.value
+            scope = read_in.get(id(leftmost))
+            kind = self.quiet_kind(base, scope) if scope is not None else VALUE
+            if kind.tag == "static" or isinstance(base, ast.Call) and kind.tag == "own" and isinstance(
+                    base.func, ast.Name) and self.quiet_kind(base.func, scope).obj is super:
+                continue
+            out |= {id(_method(c, "__init__")) for c in kind.obj} if kind.tag == "class" else every
+        return out
 
     def _bindings_read(self, node: ast.Name, scope: Scope) -> list:
         """The bindings a read of ``node`` may find: in a class body, a name the class binds may still be the
@@ -183,6 +229,89 @@ class OwnObjects:
         self.names[key] = kind
         return kind
 
+    # -- the student's own items --
+
+    def yields(self, node) -> Kind:
+        """What a call of the notebook generator function ``node`` gives: OWN_ITEMS when every ``yield`` gives one
+        of the student's own objects (``yield from`` such items), else VALUE."""
+        key = ("yields", id(node))
+        if key in self.names:
+            return self.names[key]
+        self.names[key] = VALUE  # (a recursive call: a value)
+        scope, found = self.p.scope_of[id(node)], []
+        todo = list(node.body)
+        while todo:
+            st = todo.pop()
+            if isinstance(st, ast.Yield):
+                found.append(OWN if st.value is not None and self.quiet_kind(st.value, scope).tag == "own" else VALUE)
+            elif isinstance(st, ast.YieldFrom):
+                found.append(OWN if self.quiet_kind(st.value, scope).tag == "own-items" else VALUE)
+            if not isinstance(st, ast.FunctionDef | ast.ClassDef | ast.Lambda | ast.AsyncFunctionDef) and not (
+                    isinstance(st, ast.expr) and type(st) in COMPREHENSIONS):
+                todo += ast.iter_child_nodes(st)
+        kind = OWN_ITEMS if found and all(k is OWN for k in found) else VALUE
+        self.names[key] = kind
+        return kind
+
+    def display_kind(self, node, scope: Scope) -> Kind:
+        """A list, tuple or set written out, or a comprehension: OWN_ITEMS when every item is the student's own."""
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            own = node.elts and all(self.quiet_kind(e.value, scope).tag == "own-items" if isinstance(e, ast.Starred)
+                                    else self.quiet_kind(e, scope).tag == "own" for e in node.elts)
+            return OWN_ITEMS if own else VALUE
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+            return OWN_ITEMS if self.quiet_kind(node.elt, self.p.scope_of[id(node)]).tag == "own" else VALUE
+        return VALUE
+
+    def item_kind(self, b: Binding) -> Kind:
+        """A loop's target: what is at its place in each item of the iterable."""
+        iterable, read_in, at = b.value
+        items = self._items_of(iterable, read_in)
+        for place in at:
+            items = items[place] if isinstance(items, tuple) and isinstance(place, int) and place < len(items) \
+                else VALUE
+        return items if isinstance(items, Kind) else VALUE
+
+    def _items_of(self, node, scope: Scope):
+        """What each item of ``node`` is: OWN, VALUE, or a tuple of them (``enumerate``, ``zip``)."""
+        if self.quiet_kind(node, scope).tag == "own-items":
+            return OWN
+        if isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
+            func = self.quiet_kind(node.func, scope)
+            words = {k.arg for k in node.keywords}
+            if func.obj is enumerate and len(node.args) in (1, 2) and words <= {"start"}:
+                return VALUE, self._items_of(node.args[0], scope)
+            if func.obj is zip and words <= {"strict"}:
+                return tuple(self._items_of(a, scope) for a in node.args)
+        return VALUE
+
+    def kept_whole(self, b: Binding) -> bool:
+        """Is the name ``b`` binds read only where nothing can change what it holds: iterated, indexed, counted,
+        or handed to the functions that only read items (:data:`READ_ONLY`)? (Then what it holds stays the
+        student's own items; anywhere else, a method call or a function could add anything to it.)"""
+        return all(self._only_read(r.node) for r in self.p.reads_list
+                   if r.node.id == b.name and self.p.where.get(id(r.node)) is b.scope)
+
+    def _only_read(self, node) -> bool:
+        parent = self.parents().get(id(node))
+        if isinstance(parent, ast.For | ast.comprehension):
+            return parent.iter is node
+        if isinstance(parent, ast.Subscript):
+            return parent.value is node and isinstance(parent.ctx, ast.Load)
+        if isinstance(parent, ast.Compare):
+            return node in parent.comparators
+        if isinstance(parent, ast.Call) and node in parent.args:
+            func = self.quiet_kind(parent.func, self.p.module) if isinstance(parent.func, ast.Name) else VALUE
+            return func.tag == "static" and any(func.obj is f for f in READ_ONLY)
+        return False
+
+    def parents(self) -> dict:
+        """{id(node): its parent} over the whole program (built once, when first needed)."""
+        if self._parents is None:
+            self._parents = {id(child): parent for _, statement in self.p.statements for parent in ast.walk(statement)
+                             for child in ast.iter_child_nodes(parent)}
+        return self._parents
+
     # -- what an own object holds --
 
     def own_attrs(self) -> dict:
@@ -202,6 +331,12 @@ class OwnObjects:
                     continue
                 value = call.args[1] if len(call.args) > 1 else None
                 stores.append((name.rpartition(".")[2], func.value, value, scope))
+        stored = {attr for attr, _, _, _ in stores}
+        self._own_attrs = {  # (seen while the stores are read: the classes a class body binds, which no code
+            name: Kind("class", frozenset(b.value for b in bindings), name)  # stores over, are final already)
+            for scope in self.p.scopes if scope.kind == "class" for name, bindings in scope.bindings.items()
+            if name not in stored and all(b.how == "class" for b in bindings) and not any(
+                name in other.bindings for other in self.p.scopes if other.kind == "class" and other is not scope)}
         for attr, base_node, value, scope in stores:
             base = self.quiet_kind(base_node, scope)
             if base.tag in ("own", "func", "class"):
@@ -251,9 +386,22 @@ class OwnObjects:
             return VALUE
         return self._own_attribute(attr)
 
-    def _own_attribute(self, attr: str) -> Kind:
+    def _own_attribute(self, attr: str, on_class: bool = False) -> Kind:
+        """What an own object (or, ``on_class``, a notebook class) holds under ``attr``: the student's own object
+        where only the notebook's code writes it, always one; a notebook class where its body binds one
+        (``class Inner`` in a class: read as ``Outer.Inner`` or ``self.Inner``, it is that class, never a
+        value); a conflict where it may be a class or something else (refused where it is used); else a value.
+        (The libraries set names on objects, not on the notebook's classes: read from a class, a class is one.)"""
         kind = self.own_attrs().get(attr)
-        return kind if kind is not None and kind.tag == "own" and not self.library_sets(attr) else VALUE
+        if kind is None:
+            return VALUE
+        if kind.tag == "own" and not self.library_sets(attr) or kind.tag == "class" and (
+                on_class or not self.library_sets(attr)):
+            return kind
+        if kind.tag == "own-items" and not self.library_sets(attr) and all(
+                self._only_read(n) for n in self.p.attribute_loads.get(attr, [])):
+            return kind
+        return Kind("conflict", text=attr) if kind.tag in ("class", "conflict") else VALUE
 
     def _own_name(self, attr: str) -> bool:
         return attr in self.own_attrs() or attr in self.methods()

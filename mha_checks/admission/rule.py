@@ -38,6 +38,7 @@ class Rule(Syntax, Names, Imports, Values, Calls, Classes, OwnObjects):
         self._any_name = None  # (library_sets)
         self._fields = frozenset()
         self._sites = None
+        self._parents = None
 
     def judge(self, statements) -> dict[int, list]:
         """{statement: [Found]} of the top-level ``statements`` (indices into the program) judged."""

@@ -26,11 +26,13 @@ class Binding:
     """One place a name is bound."""
     name: str
     node: ast.AST   # the node that binds it (for its line)
-    how: str        # import | def | class | alias | first (a method's first parameter) | param | other | del
+    how: str        # import | def | class | alias | first (a method's first parameter) | param | item (a loop's
+    #                 target) | other | del
     stmt: int       # the top-level statement it belongs to
     scope: "Scope"  # where it binds (after global/nonlocal)
     value: object = None  # alias: the expression; import: (module, attribute or None); def/class: the node;
-    #                       first/param: (the def node, position)
+    #                       first/param: (the def node, position); item: (the iterable, where it is read,
+    #                       the target's position in each item: (1,) for i, x in enumerate(...))
     written: "Scope | None" = None  # where it is written (``global x`` in a function binds x at module level)
 
 
@@ -173,6 +175,11 @@ class Program:
                     else:
                         self._walk(target, scope, now)
                     self._mutation(target, scope, now)
+        elif kind is ast.For:
+            self._walk(node.iter, scope, now)
+            self._targets(node.target, scope, node.iter, scope, (), now)
+            for statement in node.body + node.orelse:
+                self._walk(statement, scope, now)
         elif kind is ast.AugAssign:
             self._walk(node.value, scope, now)
             if type(node.target) is ast.Name:
@@ -210,6 +217,19 @@ class Program:
         if type(target) is ast.Name:
             self.mutations.append((self.stmt, target, scope, call))
 
+    def _targets(self, target, scope: Scope, iterable, read_in: Scope, at: tuple, now: bool = False) -> None:
+        """The names a loop binds to each item of ``iterable`` (read in ``read_in``), by their place in it."""
+        if type(target) is ast.Name:
+            self._bind(scope, target.id, target, "item", (iterable, read_in, at))
+        elif type(target) in (ast.Tuple, ast.List):
+            for i, element in enumerate(target.elts):
+                self._targets(element, scope, iterable, read_in, at + (i if type(element) is not ast.Starred else "*",),
+                              now)
+        elif type(target) is ast.Starred:
+            self._walk(target.value, scope, now)
+        else:
+            self._walk(target, scope, now)
+
     def _function(self, node, scope: Scope) -> None:
         args = node.args
         outer = list(getattr(node, "decorator_list", [])) + args.defaults + [d for d in args.kw_defaults if d]
@@ -235,7 +255,7 @@ class Program:
         for i, gen in enumerate(node.generators):
             if i:
                 self._walk(gen.iter, inner)
-            self._walk(gen.target, inner)
+            self._targets(gen.target, inner, gen.iter, scope if i == 0 else inner, ())
             for cond in gen.ifs:
                 self._walk(cond, inner)
         for part in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)):

@@ -22,9 +22,10 @@ used as (:meth:`Syntax._expr`)
 =============================================  =====================================================
 """
 import ast
+import dataclasses
 
 from . import admitted
-from .kinds import VALUE, Kind
+from .kinds import OWN, OWN_ITEMS, VALUE, Kind
 from .names import ADVICE
 from .scopes import COMPREHENSIONS, Scope
 from .words import YOURSELF
@@ -121,12 +122,21 @@ class Syntax:
     # -- expressions: each is given a kind --
 
     def _expr(self, node, scope: Scope, module_ok: bool = False, class_ok: bool = False, classinfo: bool = False,
-              annotation: bool = False, call: ast.Call | None = None) -> Kind:
+              annotation: bool = False, call: ast.Call | None = None, field_ok: bool = False) -> Kind:
         """An expression where it is used: a module only as the base of an attribute (``module_ok``), a notebook
         class only called, subclassed, in ``isinstance`` or as ``Class.attribute`` (``class_ok``), an
-        isinstance-only name only in ``isinstance`` and annotations (``classinfo``, ``annotation``), a refused
-        builtin nowhere, a name that is a module or a class in one place and anything else in another nowhere."""
+        isinstance-only name only in ``isinstance`` and annotations (``classinfo``, ``annotation``), a dataclass
+        ``Field`` only as a default in a @dataclass body (``field_ok``) and ``dataclasses.field`` only called, a
+        refused builtin nowhere, a name that is a module or a class in one place and anything else in another
+        nowhere."""
         kind = self._kind(node, scope, False, annotation=annotation, classinfo=classinfo, call=call)
+        if kind.tag == "field" and not field_ok or kind.tag == "static" and kind.obj is dataclasses.field and (
+                call is None and not annotation):
+            self.refuse(node, f"`{self.text(node)}`: a dataclass field (dataclasses.field(...)) may only be written as "
+                              "the default of an annotated name in a @dataclass class body (x: int = "
+                              "field(default=0)): held anywhere else, the decorator would fill it with the "
+                              "annotation's object (your class, say), which any value could then read.")
+            return VALUE
         if kind.tag == "conflict":
             self.refuse(node, f"`{self.text(node)}` names a module or a library class here and something else "
                               "elsewhere (in another cell, or before this line runs); give each its own name.")
@@ -163,9 +173,14 @@ class Syntax:
             return self._attribute(node, scope, quiet, annotation, call)
         if kind_of is ast.Call:
             return self._call(node, scope, quiet)
+        if kind_of is ast.Subscript and not annotation:
+            return self._subscript(node, scope, quiet)
         if quiet:
-            if kind_of is ast.NamedExpr:
-                return self._kind(node.value, scope, True)
+            if kind_of is ast.NamedExpr:  # (items that a name also holds may be changed through it)
+                kind = self._kind(node.value, scope, True)
+                return VALUE if kind.tag == "own-items" else kind
+            if kind_of in (ast.List, ast.Tuple, ast.Set, ast.ListComp, ast.SetComp, ast.GeneratorExp):
+                return self.display_kind(node, scope)
             return VALUE
         if kind_of is ast.Tuple and (classinfo or annotation):
             for e in node.elts:
@@ -183,6 +198,18 @@ class Syntax:
             return self._named_expr(node, scope)
         self._children(node, scope)
         return VALUE
+
+    def _subscript(self, node: ast.Subscript, scope: Scope, quiet: bool) -> Kind:
+        """``x[i]``: an item of the student's own items is one of the student's own objects (a slice of them, own
+        items); anything else, a value."""
+        if quiet:
+            base = self._kind(node.value, scope, True)
+        else:
+            base = self._expr(node.value, scope)
+            self._expr(node.slice, scope)
+        if base.tag != "own-items" or not isinstance(node.ctx, ast.Load):
+            return VALUE
+        return OWN_ITEMS if isinstance(node.slice, ast.Slice) else OWN
 
     def _lambda(self, node: ast.Lambda, scope: Scope) -> Kind:
         inner = self.p.scope_of[id(node)]
@@ -211,6 +238,7 @@ class Syntax:
     def _named_expr(self, node: ast.NamedExpr, scope: Scope) -> Kind:
         """``(x := value)``: x is bound in the function around any comprehension it stands in."""
         value = self._expr(node.value, scope)
+        value = VALUE if value.tag == "own-items" else value
         target = scope
         while target.kind == "comprehension":
             target = target.parent

@@ -11,9 +11,10 @@ on which any name but the library bases' machinery is read (:mod:`.own`).
 
 :meth:`Values._attribute` reads ``base.name`` in this order, each case with its rule:
 
-1. a dunder: ``__name__``, ``__qualname__``, ``__doc__``, ``__init__`` of the student's own object, and
-   ``__init__`` read from a notebook class or a library base class, called with the student's own object
-   first (:meth:`.classes.Classes._class_init`); no other (they reach Python's and torch's machinery);
+1. a dunder: ``__name__``, ``__qualname__``, ``__doc__``, ``super().__init__``, and ``__init__`` read from
+   a notebook class or a library base class, called with the student's own object first
+   (:meth:`.classes.Classes._class_init`); no other (they reach Python's and torch's machinery; an own
+   object's ``__init__`` called again would hand its parameters what the rule never saw);
 2. a private ``_name``: only on the student's own object, where the notebook itself binds it
    (``admitted.OWN_PRIVATE_REFUSED`` never);
 3. a name set (``x.name = ...``): on the student's own objects (and the notebook's functions and
@@ -67,7 +68,14 @@ class Values:
 
     def _dunder_attribute(self, node: ast.Attribute, base: Kind, loads: bool, call, scope: Scope, refuse) -> Kind:
         attr = node.attr
-        if attr in DUNDER_READ and loads or attr == "__init__" and loads and base.tag == "own":
+        if attr in DUNDER_READ and loads:
+            return VALUE
+        if attr == "__init__" and loads and base.tag == "own":
+            if isinstance(node.value, ast.Call) and self._kind(node.value.func, scope, True).obj is super:
+                return VALUE  # (super().__init__(...): the base's __init__ on this object, in its own __init__)
+            refuse(f"`{self.text(node)}`: an object's __init__ may be called only as super().__init__(...) (called "
+                   "again with other arguments, it would run your class's code on what it is given); make a new "
+                   "object instead.")
             return VALUE
         if attr == "__init__" and loads and (base.tag == "class" or base.tag == "static" and base_class(
                 base.obj)):  # (a library class's __init__ sets only the names its instances hold: LIBRARY_HELD)
@@ -125,6 +133,10 @@ class Values:
             self.refuse(node, f"positional patterns of `{self.text(node.cls)}` read attributes the exercises do "
                               "not admit; write `case Class(attribute=name)`.")
         for attr in node.kwd_attrs:
+            if kind.tag == "class" and self._own_attribute(attr, on_class=True).tag in ("class", "conflict"):
+                self.refuse(node, f"`case ...({attr}=...)` would bind the class `.{attr}` holds as a value, whose "
+                                  "methods could then be called on any object; read it as Class.attribute.")
+                continue
             ok = (kind.tag == "class" and not attr.startswith("_") and attr not in admitted.OWN_REFUSED) or (
                 attr in VALUE_ATTRIBUTES) or (kind.tag == "records" and attr in kind.obj)
             if not ok:

@@ -3,12 +3,15 @@
 No mistake is named here. A mistake is named only by the cause search (:func:`search.search`),
 when a catalogued switch fails *the same way* on this call (and on every other call of the test):
 the same :func:`signature`, read from the student's message and from the switch's own failure,
-in NumPy's words or torch's.
+in NumPy's words or torch's. A signature keeps everything the words say that both libraries say: the
+sizes and their order (which operand had which size), the axis, the operator and the side a None stood
+on, an assertion's own message. An error is never reproduced by its type alone: a switch that cannot
+say what its failure's words would be names nothing.
 """
 import re
 
 from ..cases import causal_of
-from ..variants import ANY, Failure
+from ..variants import Failure
 from .common import Fail
 
 
@@ -17,11 +20,13 @@ def _ints(text: str) -> tuple:
 
 
 def _broadcast(a: int, b: int, dim: int) -> tuple:
-    return ("broadcast", frozenset((a, b)), dim)
+    """The sizes of the two operands (in their order: torch's "tensor a" is the first) at the axis they clash."""
+    return ("broadcast", a, b, dim)
 
 
 def _numpy_broadcast(shapes_text: str) -> tuple | None:
-    """The last dimension where NumPy's shapes disagree, as torch reports it (a, b, its index)."""
+    """The last dimension where NumPy's shapes disagree, as torch reports it (the first operand's size there,
+    the next one's that differs, its index)."""
     shapes = [_ints(s) for s in re.findall(r"\(([\d,]*)\)", shapes_text)]
     shapes = [s for s in shapes if s]
     if len(shapes) < 2:
@@ -29,11 +34,15 @@ def _numpy_broadcast(shapes_text: str) -> tuple | None:
     n = max(map(len, shapes))
     padded = [(1,) * (n - len(s)) + s for s in shapes]
     for dim in range(n - 1, -1, -1):
-        sizes = {s[dim] for s in padded} - {1}
+        sizes = list(dict.fromkeys(s[dim] for s in padded if s[dim] != 1))
         if len(sizes) > 1:
-            a, b = sorted(sizes)[:2]
-            return _broadcast(a, b, dim)
+            return _broadcast(sizes[0], sizes[1], dim)
     return None
+
+
+def _none_operand(m) -> tuple:
+    """``None`` in arithmetic: the operator, and on which side None stood."""
+    return ("None in arithmetic", m[1].strip(), "left" if m[2] == "NoneType" else "right")
 
 
 PATTERNS = [  # (regex, signature from the match)
@@ -54,15 +63,22 @@ PATTERNS = [  # (regex, signature from the match)
      lambda m: ("join", int(m[1]), frozenset((int(m[2]), int(m[3]))))),  # torch.cat along m[1]
     (r"view size is not compatible with input tensor's size and stride", lambda m: ("view of a transposed tensor",)),
     (r"non-empty list of Tensors|non-empty TensorList|need at least one array to", lambda m: ("nothing to join",)),
-    (r"'NoneType'", lambda m: ("None in arithmetic",)),
+    (r"unsupported operand type\(s\) for ([^:]+): '(\w+)' and '(\w+)'",
+     lambda m: _none_operand(m) if "NoneType" in (m[2], m[3]) else None),
+    (r"not enough values to unpack \(expected (\d+), got (\d+)\)", lambda m: ("rank", int(m[1]), int(m[2]))),
+    (r"number of subscripts in the equation \((\d+)\) does not match the number of dimensions \((\d+)\)",
+     lambda m: ("rank", int(m[1]), int(m[2]))),
+    (r"too many indices for array: array is (\d+)-dimensional, but (\d+) were indexed",
+     lambda m: ("rank", int(m[2]), int(m[1]))),
 ]
 
 
 def signature(kind: str, message: str) -> tuple:
     """What failed, in terms both NumPy's and torch's messages give (the sizes a reshape, a matrix
-    product or a broadcast met); otherwise the error's type and message themselves."""
+    product or a broadcast met, in their order); otherwise the error's type and message themselves (an
+    assertion: its own message, which only an assertion without one reproduces)."""
     if kind == "AssertionError":
-        return ("assert",)
+        return ("assert", message.strip())
     for pattern, make in PATTERNS:
         found = re.search(pattern, message)
         if found:
@@ -73,10 +89,9 @@ def signature(kind: str, message: str) -> tuple:
 
 
 def same_failure(error: dict, err: BaseException) -> bool:
-    """Does the switch's failure ``err`` reproduce the student's ``error`` (its type and message)?"""
+    """Does the switch's failure ``err`` reproduce the student's ``error``, its words included (the same
+    signature: a type alone never does)?"""
     mine = err.signature if isinstance(err, Failure) else signature(type(err).__name__, str(err))
-    if mine == ANY:
-        return True
     theirs = signature(str(error.get("type", "")), str(error.get("message", "")))
     if mine[0] == "reshape" and theirs[0] == "reshape":  # a -1 of the student's may stand for any size
         return mine[1] == theirs[1] and len(mine[2]) == len(theirs[2]) and \
@@ -120,4 +135,4 @@ def ran(outcome) -> bool:
     return isinstance(outcome, dict) and ("result" in outcome or isinstance(outcome.get("error"), dict))
 
 
-__all__ = ["Failure", "ANY", "signature", "same_failure", "error_fail", "facts", "ran"]
+__all__ = ["Failure", "signature", "same_failure", "error_fail", "facts", "ran"]

@@ -34,6 +34,23 @@ MOUNTS = "keep the course, the secret and home folders outside /usr, /lib, /bin 
 FILTER = "install libseccomp2 and the pinned pyseccomp (make venv), and grade with the sandbox's defaults"
 LANDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)  # tried on pid 1
 
+# The probe's own reference, written here apart from walls/kernel.py (whose filter it checks) and never read
+# from it: the calls a job may make whole, and those it may make in some forms only. Every other call number
+# must be refused, and every refusal of the filter answers ENOSYS, which the kernel never answers a call it
+# knows (its own refusals, from the uid pid 1 runs under, say EPERM): so a call added to the filter's list, a
+# form of a call let through, or a refusal left to the kernel alone is each seen here, by the answer.
+MAY_MAKE = """read write pread64 open openat close lseek newfstatat getdents64 readlink getcwd access fstatfs statfs
+mkdir rmdir unlink unlinkat rename link chmod sendfile dup2 pipe2 pselect6 brk mmap munmap mprotect madvise wait4
+exit exit_group getpid gettid set_robust_list rseq futex pidfd_open capset sched_getaffinity getuid uname
+rt_sigaction rt_sigprocmask rt_sigreturn restart_syscall clock_gettime clock_nanosleep getrandom""".split()
+IN_SOME_FORMS = """clone kill tgkill prlimit64 sched_setaffinity fcntl ioctl prctl setresuid setresgid setgroups socket
+socketpair""".split()  # (each form that must be refused is tried in refused_forms and pid_1_out_of_reach)
+FILTER_ANSWER = errno.ENOSYS
+NAMESPACES = {"CLONE_NEWNS": 0x20000, "CLONE_NEWUTS": 0x4000000, "CLONE_NEWIPC": 0x8000000, "CLONE_NEWUSER": 0x10000000,
+              "CLONE_NEWPID": 0x20000000, "CLONE_NEWNET": 0x40000000, "CLONE_NEWCGROUP": 0x2000000}
+# (CLONE_NEWTIME, 0x80, is clone3's and unshare's alone: to clone it is part of the exit signal's byte)
+WALL = 0x40000000  # waitpid's __WALL: a child whatever signal it ends with
+
 
 def report(check: str, ok: bool, detail: str = "", fix: str = ROOT_FIX) -> None:
     os.write(OUT, (json.dumps({"check": check, "ok": bool(ok), "detail": detail, "fix": fix}) + "\n").encode())
@@ -131,37 +148,83 @@ def keyring() -> None:
 
 
 def refused_calls() -> None:
-    """Every call number the filter does not admit (all of 0..sweep_end but the admitted ones, named or
-    not), tried with zero arguments: ENOSYS from each. Tried in a disposable child, watched from here:
-    a call that ends it or blocks it (as it would if admitted: pause, seccomp...) is named, and the
-    sweep goes on in a new child from the next number."""
+    """Every call number outside the probe's own list (:data:`MAY_MAKE`, :data:`IN_SOME_FORMS`: all of
+    0..sweep_end but those, named or not), tried with zero arguments: the filter's ENOSYS from each. Tried in
+    a disposable child, watched from here: a call that ends it or blocks it (as it would if admitted: pause,
+    seccomp...) is named, and the sweep goes on in a new child from the next number."""
     if os.getuid() == 0 or CAPABILITIES.strip("0"):
         report("system calls outside the allowlist refused", False, "not tried: the probe runs with privileges")
         return
-    admitted = set(JOB["admitted"])
-    todo = [n for n in range(JOB["sweep_end"]) if n not in admitted]
+    mine = set(MAY_MAKE) | set(IN_SOME_FORMS)
+    todo = [n for n in range(JOB["sweep_end"]) if JOB["names"].get(str(n), f"#{n}") not in mine]
     admitted_here = []
     kernel_passes = {int(n): way for n, (_, way) in JOB["passed_by_the_kernel"].items()}  # (no filter sees them)
     while todo:
         results, stopped = _sweep(todo)
         admitted_here += [f"{JOB['names'].get(str(n), f'#{n}')} ({errno.errorcode.get(code, code)})"
                           for n, code in results.items()
-                          if code != errno.ENOSYS and errno.errorcode.get(code) != kernel_passes.get(n)]
+                          if code != FILTER_ANSWER and not (n in kernel_passes and  # (a call that worked: 0)
+                                                            errno.errorcode.get(code) == kernel_passes[n])]
         todo = todo[len(results):]
         if stopped and todo:  # the call after the last answered one ended or blocked the child
             if stopped != f"it ended the process ({kernel_passes.get(todo[0])})":
                 admitted_here.append(f"{JOB['names'].get(str(todo[0]), f'#{todo[0]}')} ({stopped})")
             todo = todo[1:]
-    flags = 0x10000000 | signal.SIGCHLD  # clone(CLONE_NEWUSER | SIGCHLD): clone is admitted, but in no namespace
-    result = LIBC.syscall(ctypes.c_long(JOB["numbers"]["clone"]), ctypes.c_long(flags), *[ctypes.c_long(0)] * 5)
-    if result == 0:
-        os._exit(0)
-    if result > 0:
-        os.waitpid(result, 0)
-        admitted_here.append("clone with a namespace flag")
-    tried = JOB["sweep_end"] - len(admitted)
+    tried = JOB["sweep_end"] - len([n for n in range(JOB["sweep_end"]) if JOB["names"].get(str(n)) in mine])
     report("system calls outside the allowlist refused", not admitted_here,
            ", ".join(admitted_here[:30]) or f"all {tried} refused (ENOSYS)", FILTER)
+
+
+def refused_forms() -> None:
+    """The forms of the calls a job makes in some forms only (:data:`IN_SOME_FORMS`) that it may not make,
+    each tried: a namespace flag to clone, another uid or group, another process's limits or CPUs, a file
+    lock, lease, owner or signal, a device's or a terminal's ioctl, a prctl a job does not use. Each must get
+    the filter's ENOSYS: the kernel's own refusal (EPERM for a uid without the capability, ENOTTY) is not it."""
+    numbers, wrong = JOB["numbers"], []
+
+    def call(name: str, *args) -> tuple[int, int]:
+        result = LIBC.syscall(ctypes.c_long(numbers[name]), *(a if isinstance(a, ctypes.Array) or a is None
+                                                              else ctypes.c_long(a) for a in args))
+        return result, (ctypes.get_errno() if result < 0 else 0)
+
+    def expect(what: str, result: tuple[int, int]) -> None:
+        if result[1] != FILTER_ANSWER:
+            wrong.append(f"{what}: {'it worked' if result[0] >= 0 else errno.errorcode.get(result[1], result[1])}")
+    expect("kill(0, 0) (its process group, pid 1's)", call("kill", 0, 0))
+    expect("tgkill(1, 1, 0)", call("tgkill", 1, 1, 0))
+    for name, flag in NAMESPACES.items():
+        result = call("clone", flag | signal.SIGCHLD, 0, 0, 0, 0)
+        if result[0] == 0:
+            os._exit(0)
+        if result[0] > 0:
+            os.waitpid(result[0], WALL)
+        expect(f"clone({name})", result)
+    limit, cpus = (ctypes.c_uint64 * 2)(), (ctypes.c_ulong * 16)(1)
+    expect("prlimit64(pid 2, RLIMIT_NOFILE) read", call("prlimit64", 2, resource.RLIMIT_NOFILE, None, limit))
+    expect("sched_setaffinity(pid 1)", call("sched_setaffinity", 1, ctypes.sizeof(cpus), cpus))
+    me = os.getuid()
+    for uid in sorted({0, PID_1_UID, me + 4096, 65534} - {me}):
+        expect(f"setresuid({uid})", call("setresuid", uid, uid, uid))
+        expect(f"setresgid({uid})", call("setresgid", uid, uid, uid))
+    groups = (ctypes.c_uint * 1)(0)
+    expect("setgroups([0])", call("setgroups", 1, groups))
+    fd = os.open("/tmp/.probe-forms", os.O_RDWR | os.O_CREAT, 0o600)
+    read_end, write_end = os.pipe()
+    record = ctypes.create_string_buffer(struct.pack("hhqqi4x", fcntl.F_RDLCK, 0, 0, 0, 0))
+    for command, name in ((fcntl.F_SETOWN, "F_SETOWN"), (fcntl.F_GETOWN, "F_GETOWN"), (fcntl.F_GETLK, "F_GETLK"),
+                          (fcntl.F_SETLK, "F_SETLK"), (10, "F_SETSIG"), (fcntl.F_SETLEASE, "F_SETLEASE")):
+        expect(f"fcntl({name})", call("fcntl", fd, command, os.getpid() if name == "F_SETOWN" else
+                                     fcntl.F_RDLCK if name == "F_SETLEASE" else record))
+    for request, name in ((0x541B, "FIONREAD"), (0x5412, "TIOCSTI"), (0x5413, "TIOCGWINSZ")):
+        expect(f"ioctl({name})", call("ioctl", read_end, request, record))
+    for option, name in ((3, "PR_GET_DUMPABLE"), (16, "PR_GET_NAME"), (23, "PR_CAPBSET_READ"),
+                         (0x59616D61, "PR_SET_PTRACER")):
+        expect(f"prctl({name})", call("prctl", option, 0 if option != 16 else record, 0, 0, 0))
+    for fd_ in (fd, read_end, write_end):
+        os.close(fd_)
+    os.unlink("/tmp/.probe-forms")
+    report("call forms outside the allowlist refused", not wrong, "; ".join(wrong[:20]) or "each refused (ENOSYS)",
+           FILTER)
 
 
 def _sweep(numbers: list[int]) -> tuple[dict[int, int], str]:
@@ -255,11 +318,14 @@ def pid_1_out_of_reach() -> None:
     if not JOB["rootless"]:
         report("pid 1 under another uid than the student's code", PID_1_UID != os.getuid(),
                f"pid 1: uid {PID_1_UID}; the student's: {os.getuid()}", DEFAULTS)
-    numbers, reached = JOB["numbers"], []
+    numbers, reached, answered = JOB["numbers"], [], []
 
     def attempt(what: str, result: int) -> None:
         if result >= 0:
             reached.append(what)
+        elif ctypes.get_errno() != FILTER_ANSWER:
+            answered.append(f"{what}: {errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno())}")
+
     def call(name: str, *args) -> int:
         return LIBC.syscall(ctypes.c_long(numbers[name]), *(a if isinstance(a, ctypes.Array) or a is None
                                                             else ctypes.c_long(a) for a in args))
@@ -273,10 +339,12 @@ def pid_1_out_of_reach() -> None:
         attempt("pidfd_send_signal(pid 1, SIGUSR1)", call("pidfd_send_signal", pidfd, signal.SIGUSR1, None, 0))
         os.close(pidfd)
     limit = (ctypes.c_uint64 * 2)()
-    if call("prlimit64", 1, resource.RLIMIT_NOFILE, None, limit) >= 0:
-        reached.append("prlimit64(1, RLIMIT_NOFILE) read")
+    attempt("prlimit64(1, RLIMIT_NOFILE) read", call("prlimit64", 1, resource.RLIMIT_NOFILE, None, limit))
+    if reached[-1:] == ["prlimit64(1, RLIMIT_NOFILE) read"]:  # (set it to what it is)
         attempt("prlimit64(1, RLIMIT_NOFILE) set", call("prlimit64", 1, resource.RLIMIT_NOFILE, limit, None))
-    niceness = call("getpriority", 0, 1)  # (the raw call answers 20 - nice)
+    niceness = call("getpriority", 0, 1)  # (the raw call answers 20 - nice; reading it reaches nothing)
+    if niceness < 0:
+        attempt("getpriority(pid 1)", niceness)
     if niceness > 0:
         attempt("setpriority(pid 1)", call("setpriority", 0, 1, 20 - niceness))  # (to the value it has)
     buffer = ctypes.create_string_buffer(8)
@@ -291,6 +359,10 @@ def pid_1_out_of_reach() -> None:
             pass
     report("no signal, limit, trace or OOM score of pid 1 within reach", not reached,
            ", ".join(reached) or "each refused", DEFAULTS)
+    if STATUS.get("Seccomp", "").strip() == "2":  # (the filter's own claim: each of those refused by it)
+        report("the filter refuses every call aimed at pid 1 (ENOSYS)", not answered,
+               "; ".join(answered[:12]) + " (the kernel's answer, not the filter's)" if answered else
+               "each refused by the filter", FILTER)
 
 
 def shared_files() -> None:
@@ -364,18 +436,12 @@ def as_the_student() -> None:
     as_student.become(JOB["student"])
     STATUS = status()
     CAPABILITIES = STATUS.get("CapEff", "?")
-    user_and_processes()
-    files()
-    network()
-    privileges_and_limits()
-    keyring()
-    refused_calls()
-    foreign_architectures()
-    sockets()
-    pid_1_out_of_reach()
-    shared_files()
-    host_paths()
-    spend()
+    for check in (user_and_processes, files, network, privileges_and_limits, keyring, refused_calls, refused_forms,
+                  foreign_architectures, sockets, pid_1_out_of_reach, shared_files, host_paths, spend):
+        try:
+            check()
+        except Exception as err:  # noqa: BLE001 - a check that cannot run fails its claim, and the others still run
+            report(check.__name__.replace("_", " "), False, f"the check raised {type(err).__name__}: {err}"[:200])
     report("uid", True, str(os.getuid()))  # (for the outside's check that concurrent jobs differ)
 
 

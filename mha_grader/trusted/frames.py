@@ -4,8 +4,11 @@ Every record a sandbox returns is untrusted data: it came from a process inside 
 the student's code ran in that sandbox. :func:`events` accepts a job's records only when each one
 has the shape the harness writes (inside/harness.py's docstring), for the job's own tests and cases,
 once each, with bounded counts, lengths, depths and array sizes (a returned value of more than
-MAX_VALUES values is read as that fact alone, so the judge's work on one stays small); anything else raises
-:class:`Invalid` with one sentence saying what was wrong, and that notebook "could not be graded".
+MAX_VALUES values is read as that fact alone, so the judge's work on one stays small). What a call gave
+back is the student's process's word: a value or an error outside the schema (a list longer than
+MAX_ITEMS, an integer beyond 64 bits) is read as "a value the grader cannot read", which costs that call's
+test alone. Anything else outside the schema (the harness's own fields) raises :class:`Invalid` with one
+sentence saying what was wrong, and that notebook "could not be graded".
 Every string that can reach a page, a terminal or a CSV is made valid text (a lone surrogate
 becomes U+FFFD, as does every control character but newline and tab) and cut to a stated length
 here, at the boundary: the sinks escape what they print (report.py, feedback.py), and nothing
@@ -20,7 +23,7 @@ from mha_checks import calling
 STATUSES = {"done", "timeout", "signal", "exit", "budget", "cells", "large", "spent", "wall"}
 TIMES = ("cpu", "own", "wall", "notebook_cpu", "notebook_own")  # the seconds a test's status record says were spent
 CAPS = {"label": 100, "type": 100, "message": 500, "name": 100, "value": 200, "detail": 100}
-MAX_DEPTH, MAX_ITEMS, MAX_DIMS = 6, 64, 8
+MAX_DEPTH, MAX_ITEMS, MAX_DIMS = 6, calling.MAX_ITEMS, 8
 MAX_VALUES = calling.MAX_VALUES  # values in one returned value: past it, read as that fact (calling.at_most)
 MAX_CELL_FAILURES = 1000
 UNSAFE = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f]")  # lone surrogates, control characters
@@ -94,12 +97,17 @@ def outcome(value, names: list[str]) -> dict:
     if not isinstance(mutated, list) or not all(isinstance(n, str) and n in names for n in mutated):
         raise Invalid("a call's list of arguments changed in place names arguments the call does not have")
     out["mutated"] = list(dict.fromkeys(mutated))
-    if "result" in value:
-        out["result"] = result(value["result"]) if calling.at_most(value["result"]) else dict(calling.TOO_MANY_VALUES)
-    if "error" in value:
-        out["error"] = _failure(value["error"], None)
-    if "missing" in value:
-        out["missing"] = text(value["missing"], CAPS["name"])
+    try:  # (what the call gave back: the child's words, which its test alone answers for)
+        if "result" in value:
+            out["result"] = result(value["result"]) if calling.at_most(value["result"]) \
+                else dict(calling.TOO_MANY_VALUES)
+        if "error" in value:
+            out["error"] = _failure(value["error"], None)
+        if "missing" in value:
+            out["missing"] = text(value["missing"], CAPS["name"])
+    except Invalid as err:
+        out = {"mutated": out["mutated"], "result": {"$other": text(f"value the grader cannot read: {err}",
+                                                                     CAPS["name"])}}
     return out
 
 

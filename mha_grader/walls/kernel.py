@@ -37,9 +37,8 @@ A few calls are admitted only with some arguments (seccomp sees the registers, n
 - ``clone`` without any namespace flag (fork and threads need it; ``clone3`` passes its flags in
   memory, so it is refused whole and glibc falls back to ``clone``);
 - ``kill`` and ``tgkill`` only to a pid of 2 or more, or -1 (every process but pid 1): pid 1 (the
-  harness) and 0 (the caller's process group) are refused with EPERM, other process groups by
-  default, so nothing in the job signals pid 1 even where uids alone would let it (a rootless
-  sandbox runs both as one uid);
+  harness), 0 (the caller's process group) and other process groups are refused, so nothing in the job
+  signals pid 1 even where uids alone would let it (a rootless sandbox runs both as one uid);
 - ``prlimit64`` and ``sched_setaffinity`` only on the caller itself (pid 0: what ``setrlimit`` and
   torch's OpenMP do), never on another process, pid 1 above all;
 - ``setresuid``/``setresgid`` only to the student uids, and ``setgroups`` only to no groups: the one
@@ -54,6 +53,11 @@ A few calls are admitted only with some arguments (seccomp sees the registers, n
 No socket family is admitted: a job holds only the descriptors it inherits (the report channel,
 its pipes), so ``AF_VSOCK`` (one port space with the host), netlink (the kernel's own interfaces)
 and every other family answer EAFNOSUPPORT.
+
+Every other refusal of the filter, a call refused whole or in a form refused (pid 1 aimed at, a
+namespace flag, another uid, a command not listed), answers ENOSYS: an answer the kernel never gives
+to a call it knows, so the probe (inside/probe.py) tells the filter's refusal from the kernel's own
+(EPERM, from the uid pid 1 runs under) and sees each layer hold on its own.
 """
 import ctypes
 import errno
@@ -111,9 +115,9 @@ PASSED_BY_THE_KERNEL = {  # x86-64 calls no seccomp filter sees (Linux 6.12+, ke
     335: ("uretprobe", "SIGILL"),  # act only when called from the kernel's own uprobe trampoline; from
     336: ("uprobe", "ENXIO"),      # anywhere else uretprobe kills the caller, uprobe answers ENXIO
 }
-FILTER_SWITCHES = ("syscall_allowlist", "foreign_arch_kills", "socket_families")  # what of Hardening shapes it
-REFUSAL = errno.ENOSYS                # every call not admitted
-PID_1_REFUSAL = errno.EPERM           # kill/tgkill aimed at pid 1 or at a process group
+FILTER_SWITCHES = ("syscall_allowlist", "foreign_arch_kills", "socket_families", "pid_1_rule")  # of Hardening
+FILTER_WEAKENINGS = ("also_admit", "argument_rules")  # (the mutation test's: calls added whole, rules dropped)
+REFUSAL = errno.ENOSYS                # every call not admitted, and every form of one not admitted
 KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 1, 7
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 LOW_31 = (1 << 31) - 1
@@ -137,22 +141,34 @@ def syscall_name(number: int) -> str:
     return name.decode() if name else f"#{number}"
 
 
+def full(strong: dict) -> bool:
+    """Are these the sandbox's own switches (every protection on, nothing added), as grading always has?"""
+    return all(strong.get(k, True) for k in FILTER_SWITCHES) and not any(strong.get(k) for k in FILTER_WEAKENINGS)
+
+
 def build_filter(strong: dict, students: tuple[int, int] | None) -> pyseccomp.SyscallFilter:
     """The job's filter (each job loads it, :func:`load`): the allowlist, refusing by default.
 
     ``strong``: the sandbox's hardening switches (all on, except in the probe's mutation test:
     ``syscall_allowlist`` off admits every call, as the measuring script wants; ``foreign_arch_kills``
-    off lets another architecture's calls through; ``socket_families`` off admits every socket).
+    off lets another architecture's calls through; ``socket_families`` off admits every socket;
+    ``pid_1_rule`` off admits kill and tgkill to any pid; ``also_admit``: calls admitted whole besides the
+    list; ``argument_rules``: calls admitted whole in place of their argument forms).
     ``students``: (first uid, how many) of the student uids the harness may switch its children to."""
     if not strong["syscall_allowlist"]:
         rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
     else:
         rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ERRNO(REFUSAL))
-        for name in ALLOWED:
+        for name in [*ALLOWED, *strong.get("also_admit", ())]:
             if syscall_number(name) is not None:
                 rules.add_rule(pyseccomp.ALLOW, name)
+        opened = set(strong.get("argument_rules", ())) | (set() if strong.get("pid_1_rule", True) else
+                                                          {"kill", "tgkill"})
         for action, name, args in _with_arguments(strong, students):
-            rules.add_rule(action, name, *args)
+            if name not in opened:
+                rules.add_rule(action, name, *args)
+        for name in sorted(opened):
+            rules.add_rule(pyseccomp.ALLOW, name)
     rules.set_attr(pyseccomp.Attr.ACT_BADARCH, pyseccomp.KILL_PROCESS if strong["foreign_arch_kills"]
                    else pyseccomp.ALLOW)
     rules.set_attr(pyseccomp.Attr.CTL_OPTIMIZE, 2)  # a binary tree over the call numbers, not a list
@@ -169,9 +185,7 @@ def _with_arguments(strong: dict, students: tuple[int, int] | None):
         for bit in range(1, 31):  # a pid of 2 or more (some bit of 1..30 set, none of 31..63): never pid 1 or 0
             yield allow, call, [pyseccomp.Arg(0, masked, ~LOW_31 & (2**64 - 1) | 1 << bit, 1 << bit)]
         for minus_one in (2**64 - 1, 2**32 - 1):  # -1, as the kernel reads its 32 bits: all but pid 1
-            yield allow, call, [pyseccomp.Arg(0, eq, minus_one)]
-        yield pyseccomp.ERRNO(PID_1_REFUSAL), call, [pyseccomp.Arg(0, eq, 1)]
-        yield pyseccomp.ERRNO(PID_1_REFUSAL), call, [pyseccomp.Arg(0, eq, 0)]
+            yield allow, call, [pyseccomp.Arg(0, eq, minus_one)]  # (pid 1, 0, other groups: the default)
     yield allow, "prlimit64", [pyseccomp.Arg(0, eq, 0)]
     yield allow, "sched_setaffinity", [pyseccomp.Arg(0, eq, 0)]  # (torch's OpenMP pins its own thread, never another)
     for command in FCNTL:
@@ -193,9 +207,15 @@ def _with_arguments(strong: dict, students: tuple[int, int] | None):
 
 def ruled_numbers() -> list[int]:
     """The numbers of every call the full filter has a rule for, admitting it in some form or refusing it
-    with an errno of its own (socket); the default refuses all the others, which the probe tries."""
+    with an errno of its own (socket); the default refuses all the others."""
     names = set(ALLOWED) | {name for _, name, _ in _with_arguments(dict.fromkeys(FILTER_SWITCHES, True), (0, 1))}
     return sorted(n for n in map(syscall_number, names) if n is not None)
+
+
+def argument_ruled() -> list[str]:
+    """The calls the full filter admits only in some forms (the mutation test opens each in turn)."""
+    return sorted({name for _, name, _ in _with_arguments(dict.fromkeys(FILTER_SWITCHES, True), (0, 1))}
+                  - {"socket", "socketpair"})
 
 
 def load(rules: pyseccomp.SyscallFilter) -> None:

@@ -111,6 +111,9 @@ class Hardening:
     syscall_allowlist: bool = True    # the filter refuses every call it does not admit (off: admits all)
     foreign_arch_kills: bool = True   # a call under another architecture's numbers kills the job
     socket_families: bool = True      # no socket of any family opens
+    pid_1_rule: bool = True           # the filter refuses kill and tgkill aimed at pid 1 (or a process group)
+    also_admit: tuple = ()            # (weakenings only) calls the filter admits whole besides its list
+    argument_rules: tuple = ()        # (weakenings only) calls admitted whole in place of their argument forms
 
 
 class SandboxUnavailable(RuntimeError):

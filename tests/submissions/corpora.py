@@ -1058,7 +1058,201 @@ HONEST_MORE = [  # (found refused from outside after #25)
     Entry("h49_property_and_cached_property", A, MHA, 'from functools import cached_property\n\n\nclass Weights:\n    def __init__(self, mha):\n        self._mha = mha\n\n    @property\n    def heads(self):\n        return self._mha.num_heads\n\n    @cached_property\n    def parts(self):\n        return list(zip(self._mha.in_proj_weight.chunk(3), self._mha.in_proj_bias.chunk(3)))\n\n\ndef multi_head_attention(query, key, value, mha, causal=False):\n    wts = Weights(mha)\n    q, k, v = [F.linear(x, w, b).unflatten(-1, (wts.heads, -1)).transpose(1, 2) for x, (w, b) in zip((query, key, value), wts.parts)]\n    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n    if causal:\n        s = s.masked_fill(torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).triu(1), float("-inf"))\n    a = s.softmax(-1)\n    return mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a\n', (SDPA,)),
 ]
 
-HONEST = HONEST_MHA + HONEST_NUMPY + HONEST_MORE
+
+_SCORES = ("    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n    if causal:\n"
+           "        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float('-inf'))\n")
+
+HONEST_ROUND3 = [  # (issue 36: the student's own objects in every admitted form, found refused or newly admitted)
+    Entry("h50_frozen_dataclass_heads_from_a_generator", A, MHA, _c("""
+        from dataclasses import dataclass
+
+
+        @dataclass(frozen=True)
+        class HeadParams:
+            q: torch.Tensor
+            k: torch.Tensor
+            v: torch.Tensor
+            bq: torch.Tensor
+            bk: torch.Tensor
+            bv: torch.Tensor
+
+
+        def heads(mha):
+            h = mha.num_heads
+            w, b = mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)
+            for q, k, v, bq, bk, bv in zip(*(part.chunk(h) for part in w), *(part.chunk(h) for part in b)):
+                yield HeadParams(q, k, v, bq, bk, bv)
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            outs, weights = [], []
+            for head in heads(mha):
+                q = F.linear(query, head.q, head.bq)   # (B, T_q, d_k)
+                k = F.linear(key, head.k, head.bk)     # (B, T_k, d_k)
+                v = F.linear(value, head.v, head.bv)
+                s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+                if causal:
+                    s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float('-inf'))
+                a = s.softmax(-1)
+                weights.append(a)
+                outs.append(a @ v)
+            return mha.out_proj(torch.cat(outs, -1)), torch.stack(weights, 1)
+    """), (PLOT,), source="issue 36's regression: per-head parameters as a frozen dataclass yielded by a generator"),
+    Entry("h51_head_objects_in_a_list", A, MHA, _c("""
+        class Head:
+            def __init__(self, wq, wk, wv, bq, bk, bv):
+                self.wq, self.wk, self.wv = wq, wk, wv
+                self.bq, self.bk, self.bv = bq, bk, bv
+
+            def attend(self, query, key, value, causal):
+                q, k, v = query @ self.wq.T + self.bq, key @ self.wk.T + self.bk, value @ self.wv.T + self.bv
+                s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+                if causal:
+                    s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float('-inf'))
+                a = torch.softmax(s, dim=-1)
+                return a @ v, a
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            h = mha.num_heads
+            ws = [w.chunk(h) for w in mha.in_proj_weight.chunk(3)]
+            bs = [b.chunk(h) for b in mha.in_proj_bias.chunk(3)]
+            heads = [Head(ws[0][i], ws[1][i], ws[2][i], bs[0][i], bs[1][i], bs[2][i]) for i in range(h)]
+            results = [head.attend(query, key, value, causal) for head in heads]
+            # the same projections read from the heads themselves, as real-world code does (head.wq)
+            assert all(head.wq.shape == heads[0].wq.shape for head in heads)
+            out = torch.cat([r[0] for r in results], dim=-1)
+            return mha.out_proj(out), torch.stack([r[1] for r in results], dim=1)
+    """), (TIMING,), source="real-world per-head code (head.wq, head.wk, head.wv on a list of Head objects)"),
+    Entry("h52_typing_namedtuple_per_head", A, MHA, _c("""
+        from typing import NamedTuple
+
+
+        class Projection(NamedTuple):
+            weight: torch.Tensor
+            bias: torch.Tensor
+
+
+        def projections(mha):
+            h = mha.num_heads
+            for w, b in zip(mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)):
+                yield [Projection(wi, bi) for wi, bi in zip(w.chunk(h), b.chunk(h))]
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            pq, pk, pv = projections(mha)
+            outs, weights = [], []
+            for i, (hq, hk, hv) in enumerate(zip(pq, pk, pv)):
+                q, k, v = (F.linear(x, p.weight, p.bias) for x, p in ((query, hq), (key, hk), (value, hv)))
+                s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+                if causal:
+                    s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float('-inf'))
+                weights.append(s.softmax(-1))
+                outs.append(weights[i] @ v)
+            return mha.out_proj(torch.cat(outs, -1)), torch.stack(weights, 1)
+    """), (COMPARE,)),
+    Entry("h53_nested_helper_class", A, MHA, _c("""
+        class Attention(torch.nn.Module):
+            class Split:
+                def __init__(self, h):
+                    self.h = h
+
+                def heads(self, x):
+                    return x.unflatten(-1, (self.h, -1)).transpose(1, 2)   # (B, h, T, d_k)
+
+                def merge(self, x):
+                    return x.transpose(1, 2).flatten(2)                    # (B, T, d_model)
+
+            def __init__(self, mha):
+                super().__init__()
+                self.mha = mha
+                self.splitter = Attention.Split(mha.num_heads)
+
+            def forward(self, query, key, value, causal):
+                w, b = self.mha.in_proj_weight.chunk(3), self.mha.in_proj_bias.chunk(3)
+                q, k, v = [self.splitter.heads(F.linear(x, wi, bi)) for x, wi, bi in zip((query, key, value), w, b)]
+                s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+                if causal:
+                    s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float('-inf'))
+                a = s.softmax(-1)
+                return self.mha.out_proj(self.splitter.merge(a @ v)), a
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            return Attention(mha)(query, key, value, causal)
+    """), (MAGIC, SDPA)),
+    Entry("h54_heads_from_a_method_generator", A, MHA, _c("""
+        class Heads:
+            def __init__(self, mha):
+                self.mha = mha
+
+            def each(self):
+                h = self.mha.num_heads
+                w, b = self.mha.in_proj_weight.chunk(3), self.mha.in_proj_bias.chunk(3)
+                for i in range(h):
+                    yield Head([wi.chunk(h)[i] for wi in w], [bi.chunk(h)[i] for bi in b])
+
+
+        class Head:
+            def __init__(self, weights, biases):
+                self.weights, self.biases = weights, biases
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            outs, weights = [], []
+            for head in Heads(mha).each():
+                q, k, v = (F.linear(x, w, b) for x, w, b in zip((query, key, value), head.weights, head.biases))
+                s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+                if causal:
+                    s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float('-inf'))
+                a = s.softmax(-1)
+                outs.append(a @ v)
+                weights.append(a)
+            return mha.out_proj(torch.cat(outs, -1)), torch.stack(weights, 1)
+    """), (PLOT, TIMING)),
+    Entry("h55_dataclass_config_with_field_default_factory", A, MHA, _c("""
+        from dataclasses import dataclass, field
+
+
+        @dataclass
+        class Config:
+            heads: int
+            scale: float = 1.0
+            notes: list = field(default_factory=list)
+
+
+        def multi_head_attention(query, key, value, mha, causal=False):
+            cfg = Config(mha.num_heads, 1 / math.sqrt(mha.embed_dim // mha.num_heads))
+            cfg.notes.append('split')
+            q, k, v = (F.linear(x, w, b).unflatten(-1, (cfg.heads, -1)).transpose(1, 2) for x, w, b in
+                       zip((query, key, value), mha.in_proj_weight.chunk(3), mha.in_proj_bias.chunk(3)))
+            s = (q @ k.transpose(-2, -1)) * cfg.scale
+            if causal:
+                s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float('-inf'))
+            a = s.softmax(-1)
+            return mha.out_proj((a @ v).transpose(1, 2).flatten(2)), a
+    """), (COMPARE,)),
+    Entry("h56_next_of_a_generator_expression", O, "output_projection_per_head", _c("""
+        from dataclasses import dataclass
+
+
+        @dataclass(frozen=True)
+        class Block:
+            rows: np.ndarray
+
+
+        def output_projection_per_head(heads, w_o, b_o=None):
+            h, d_v = heads.shape[1], heads.shape[-1]
+            blocks = (Block(w_o[i * d_v:(i + 1) * d_v]) for i in range(h))
+            first = next(blocks)
+            out = heads[:, 0] @ first.rows
+            for i, block in enumerate(blocks, start=1):
+                out = out + heads[:, i] @ block.rows
+            return out if b_o is None else out + b_o
+    """)),
+]
+
+HONEST = HONEST_MHA + HONEST_NUMPY + HONEST_MORE + HONEST_ROUND3
 
 
 # --- ready-made routes (each must score 0, with a true reason) --------------------------------------
@@ -1333,6 +1527,90 @@ READY_MADE = [
            "    except StopIteration as err:\n        out = err.value.scaled_dot_product_attention" + _SDPA + "\n"
            + _BACK, "exception carries"),
 ]
+
+# (issue 36: a notebook class becoming a value through the libraries' machinery, or a trust the libraries break;
+# memory read-only underneath; names read from a frame. Each ends in torch's own forward or a module's globals.)
+_LEAK = ("    forward = g['__builtins__'].eval(\"__import__('torch').nn.functional.multi_head_attention_forward\")\n"
+         + _MASK + "    out, w = forward" + _FWD_ARGS + "    return out.transpose(0, 1), w\n")
+_OWN = "class Own:\n    def reshape(self):\n        return self.func_globals\n\n\n"
+ROUND3 = [
+    _route("r58_dataclass_field_hands_out_the_class", "import numpy as np\nfrom dataclasses import dataclass, field\n\n\n"
+           + _OWN + "held = field(default=None)\n\n\n@dataclass\nclass Box:\n    x: Own = held\n\n\n" + _HEAD
+           + "    g = held.type.reshape(np.random.seed)\n" + _LEAK, "dataclass field"),
+    _route("r59_dataclass_field_hands_out_ndarray", "import numpy as np\nfrom dataclasses import dataclass, field\n\n"
+           "held = field(default=None)\n\n\n@dataclass\nclass Box:\n    x: np.ndarray = held\n\n\n" + _HEAD
+           + "    raw = held.type((16,), dtype=np.uint8, buffer=query.numpy(), strides=(1,))\n" + _HEADS
+           + "    out = q\n" + _BACK, "dataclass field"),
+    _route("r60_dataclass_field_made_through_a_partial", "import functools\nimport numpy as np\nimport dataclasses\n"
+           "from dataclasses import dataclass\n\n\n" + _OWN + "make = functools.partial(dataclasses.field, default=None)\n"
+           "held = make()\n\n\n@dataclass\nclass Box:\n    x: Own = held\n\n\n" + _HEAD
+           + "    g = held.type.reshape(np.random.seed)\n" + _LEAK, "dataclass field"),
+    _route("r61_dataclass_field_kept_by_the_class_body", "import numpy as np\nfrom dataclasses import dataclass, field\n\n\n"
+           + _OWN + "@dataclass\nclass Box:\n    x: Own = field(default=None)\n    kept = [x]\n\n\n" + _HEAD
+           + "    g = Box.kept[0].type.reshape(np.random.seed)\n" + _LEAK, "dataclass field"),
+    _route("r62_class_in_a_class_read_from_the_class", "import numpy as np\n\n\nclass Outer:\n" + textwrap.indent(_OWN, "    ")
+           .replace("class Own", "class Inner") + "\n" + _HEAD + "    g = Outer.Inner.reshape(np.random.seed)\n" + _LEAK,
+           "with self first"),
+    _route("r63_class_in_a_class_read_from_an_object", "import numpy as np\n\n\nclass Layer(torch.nn.Module):\n"
+           + textwrap.indent(_OWN, "    ").replace("class Own", "class Inner") + "\n" + _HEAD
+           + "    g = Layer().Inner.reshape(np.random.seed)\n" + _LEAK, "with self first"),
+    _route("r64_class_in_a_class_named_like_a_value_attribute", "import numpy as np\n\n\nclass Layer:\n"
+           + textwrap.indent(_OWN, "    ").replace("class Own", "class view") + "\n" + _HEAD
+           + "    g = [Layer()][0].view.reshape(np.random.seed)\n" + _LEAK, "named like an attribute"),
+    _route("r65_class_in_a_class_bound_by_a_pattern", "import numpy as np\n\n\nclass Layer:\n"
+           + textwrap.indent(_OWN, "    ").replace("class Own", "class Inner") + "\n" + _HEAD
+           + "    match Layer():\n        case Layer(Inner=found):\n            g = found.reshape(np.random.seed)\n"
+           + _LEAK, "would bind the class"),
+    _route("r66_init_called_again_with_a_foreign_object", "import numpy as np\n\n\nclass Mark:\n    pass\n\n\n"
+           "class Box:\n    def __init__(self, mark):\n        self.found = mark.func_globals if hasattr(mark, 'func_globals') "
+           "else None\n\n\n" + _HEAD + "    box = Box(Mark())\n    box.__init__(np.random.seed)\n    g = box.found\n"
+           + _LEAK, "super().__init__"),
+    _route("r67_class_init_read_from_the_class_with_a_foreign_argument", "import numpy as np\n\n\nclass Mark:\n    pass\n\n\n"
+           "class Box:\n    def __init__(self, mark):\n        self.found = mark.func_globals if hasattr(mark, 'func_globals') "
+           "else None\n\n\n" + _HEAD + "    box = Box(Mark())\n    Box.__init__(box, np.random.seed)\n    g = box.found\n"
+           + _LEAK, "func_globals"),
+    _route("r68_dataclass_built_again_by_replace", "import dataclasses\nimport numpy as np\nfrom dataclasses import dataclass\n"
+           "\nfound = []\n\n\nclass Mark:\n    pass\n\n\n@dataclass\nclass Box:\n    mark: object = None\n\n"
+           "    def __init__(self, mark):\n        self.mark = mark\n        if hasattr(mark, 'func_globals'):\n"
+           "            found.append(mark.func_globals)\n\n\n" + _HEAD
+           + "    box = Box(Mark())\n    box.mark = np.random.seed\n    dataclasses.replace(box)\n    g = found[0]\n" + _LEAK,
+           "func_globals"),
+    _route("r69_exception_copied_with_the_args_it_was_given", "import copy\nimport numpy as np\n\nfound = []\n\n\n"
+           "class Mark:\n    pass\n\n\nclass Carrier(ValueError):\n    def __init__(self, mark):\n        super().__init__(mark)\n"
+           "        if hasattr(mark, 'func_globals'):\n            found.append(mark.func_globals)\n\n\n" + _HEAD
+           + "    carrier = Carrier(Mark())\n    carrier.args = (np.random.seed,)\n    copy.copy(carrier)\n    g = found[0]\n"
+           + _LEAK, "func_globals"),
+    _route("r70_list_of_own_objects_then_appended", "import numpy as np\n\n\n" + _OWN.replace(
+           "def reshape(self):\n        return self.func_globals", "pass") + _HEAD
+           + "    found = [Own()]\n    found.append(np.random.seed)\n    for item in found:\n        g = item.func_globals\n"
+           + _LEAK, "func_globals"),
+    _route("r71_list_of_own_objects_changed_through_a_walrus", "import numpy as np\n\n\nclass Own:\n    pass\n\n\n" + _HEAD
+           + "    for item in (found := [Own(), Own()]):\n        found[-1] = np.random.seed\n        g = item.func_globals\n"
+           + _LEAK, "func_globals"),
+    _route("r72_generator_yields_a_held_object_after_its_own", "import numpy as np\n\nheld = [np.random.seed]\n\n\n"
+           "class Own:\n    pass\n\n\ndef own_then_held():\n    yield Own()\n    yield held[0]\n\n\n" + _HEAD
+           + "    for item in own_then_held():\n        g = item.func_globals\n" + _LEAK, "func_globals"),
+    _route("r73_cached_method_hands_out_one_list_twice", "import functools\nimport numpy as np\n\n\nclass Own:\n    pass\n\n\n"
+           "class Heads:\n    @functools.lru_cache(maxsize=None)\n    def each(self):\n        return [Own()]\n\n\n" + _HEAD
+           + "    heads = Heads()\n    heads.each().append(np.random.seed)\n    for item in heads.each():\n"
+           "        g = item.func_globals\n" + _LEAK, "func_globals"),
+    _route("r74_scalar_memory_made_writable", "import numpy as np\n\n\n" + _HEAD
+           + "    text = np.bytes_(b'scaled_dot_product_attention')\n"
+           "    torch.from_numpy(np.asarray(text.data)).fill_(65)   # an immutable bytes object changed\n" + _HEADS
+           + "    out = q\n" + _BACK, "read-only"),
+    _route("r75_memoryview_through_scalar_types", "import numpy as np\n\n\n" + _HEAD
+           + "    view = np.ScalarType[6](b'abc')\n    torch.from_numpy(np.asarray(view)).fill_(0)\n" + _HEADS
+           + "    out = q\n" + _BACK, "read-only"),
+    _route("r76_bmat_reads_a_name_from_the_frame", "import numpy as np\n\nkernel = [[F.scaled_dot_product_attention]]\n\n\n"
+           + _HEAD + _HEADS + "    out = np.bmat('kernel')[0, 0]" + _SDPA + "\n" + _BACK, "frame"),
+    _route("r77_r_reads_a_name_from_the_frame", "import numpy as np\n\n" + _HEAD + _HEADS
+           + "    found = np.r_['mha']\n    out = q\n" + _BACK, "frame"),
+    _route("r78_class_returned_by_a_function", "import numpy as np\n\n\n" + _OWN + "def hand_out():\n    return Own\n\n\n"
+           + _HEAD + "    g = hand_out().reshape(np.random.seed)\n" + _LEAK, "may only be called"),
+    _route("r79_typing_cast_of_the_class", "import typing\nimport numpy as np\n\n\n" + _OWN + _HEAD
+           + "    g = typing.cast(typing.Any, Own).reshape(np.random.seed)\n" + _LEAK, "may only be called"),
+]
+READY_MADE += ROUND3
 
 # the helpers the ready-made routes above rely on, in free cells of their own (reached, so judged)
 ROUTE_FREE = {

@@ -145,11 +145,16 @@ def malformed_cells_record(course):
 
 def malformed_outcome(course):
     """output_projection sends outcomes whose error fields are lists and whose array lies about its size,
-    with every number a request may bear (the harness takes only the frame numbered as its request)."""
+    with every number a request may bear (the harness takes only the frame numbered as its request): each
+    such outcome is a value the grader cannot read, which costs the tests that call output_projection and
+    no other (the per-head test, which calls the reference output_projection_per_head, keeps its point)."""
     bad = "".join(json.dumps({"error": {"type": ["T"], "message": [1], "line": "x"}, "seq": n}) + "\n" + json.dumps(
         {"result": {"$array": {"dtype": "float64", "shape": [10 ** 9], "data": "AAAA"}}, "seq": n}) + "\n"
         for n in range(1, 10))
-    code = SPRAY + f"def output_projection(*args):\n    _spray({bad!r})\n    return None\n"
+    # (the tag is made at run time: the student's source is shown in their feedback, and the hidden-inputs test
+    # looks for the schema's own words there)
+    code = SPRAY + f"def output_projection(*args):\n    _spray({bad.replace('$array', '%array')!r}" \
+        ".replace('%array', '$' + 'array'))\n    return None\n"
     return _answer(course, O, "output_projection", code)
 
 
@@ -205,6 +210,20 @@ def too_many_values(course):
     return {O: nb}
 
 
+def list_that_lies_about_its_length(course):
+    """output_projection_per_head returns a list whose len() says 1 but which holds 100 items: that test
+    alone fails (output_projection's two tests keep their points)."""
+    code = ("class Lying(list):\n    def __len__(self):\n        return 1\n\n\n"
+            "def output_projection_per_head(heads, w_o, b_o=None):\n    return Lying([0.0] * 100)\n")
+    return _answer(course, O, "output_projection_per_head", code)
+
+
+def integer_beyond_64_bits(course):
+    """output_projection_per_head returns 2**70, which no 64-bit field holds: that test alone fails."""
+    return _answer(course, O, "output_projection_per_head",
+                   "def output_projection_per_head(heads, w_o, b_o=None):\n    return 2 ** 70\n")
+
+
 def _clutter(course, folder):
     """A link, a folder, 40 stray files, one with a newline and an escape in its name."""
     (folder / "link.ipynb").symlink_to("/etc/passwd")
@@ -236,7 +255,7 @@ UNTRUSTED = [
     Hostile("u04_kills_the_harness", kills_the_harness, {M: 0}, {M: "raised OSError"}),
     Hostile("u05_reads_the_harness_memory", reads_the_harness_memory, {S: 2}),
     Hostile("u06_malformed_cells_record", malformed_cells_record, {M: 0}, {M: "Could not be graded"}),
-    Hostile("u07_malformed_outcome", malformed_outcome, {O: 0}, {O: "Could not be graded"}),
+    Hostile("u07_malformed_outcome", malformed_outcome, {O: 1}, {O: "the grader cannot read"}),
     Hostile("u08_surrogates_and_escapes", surrogates_and_escapes, {S: 0}, {S: "raised"}),
     Hostile("u09_huge_class_names", huge_class_names, {M: 0}, {M: "QQQ"}),
     Hostile("u10_leaks_the_job", leaks_the_job, {P: 1}, {P: "raised ValueError"}),
@@ -250,5 +269,8 @@ UNTRUSTED = [
             {A: "changes `mha` in place"}),
     Hostile("u18_reshapes_its_input_and_lies", reshapes_its_input_and_lies, {S: 0}, {S: "changes `x` in place"}),
     Hostile("u19_deep_json", deep_json, {M: 0}, {M: "nested more than 64 levels deep"}),
+    Hostile("u20_list_that_lies_about_its_length", list_that_lies_about_its_length, {O: 2},
+            {O: "of more than 64 items"}),
+    Hostile("u21_integer_beyond_64_bits", integer_beyond_64_bits, {O: 2}, {O: "beyond 64 bits"}),
     Hostile("u99_honest_last", honest, FULL),
 ]
