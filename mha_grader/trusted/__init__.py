@@ -27,8 +27,9 @@ The path of one notebook, and the module that takes each step:
   report    report.py      the terminal's progress and summary, the class's CSV files and
                            class_report.py's page; text.py escapes for each sink
 
-run.py holds one run together: the course's lock (lock.py), ctrl-C and SIGTERM (stopping.py), the
-command that resumes (resume.py) and the exit statuses; cli.py is `python -m mha_grader`. Jobs run
+run.py holds one run together: the course's lock (lock.py), ctrl-C, SIGTERM and SIGHUP (stopping.py),
+the command that resumes (resume.py), the run's log (runlog.py), grades.csv by `nbgrader export`
+(exporting.py) and the exit statuses; cli.py is `python -m mha_grader`. Jobs run
 on execute.py's threads in this process or on Dask workers (cluster.py), which run execute.grade_job
 (run, check, judge, render) and need no course folder, secret or gradebook; execute.py also names
 the grader's version (every source file of mha_grader and mha_checks, and the packages they rest
