@@ -15,6 +15,10 @@ Two routes are counted and the shorter one kept:
 2. one jump: Tab to a link into the same page (a skip link, or any other in-page link among the
    first ``--jump-within`` Tab stops), Enter, then Tab until the element has the focus.
 
+Each element's figures: ``tab`` (route 1), ``best`` (the shorter route), and ``no_skip``: the
+shorter route for a reader who does not use the skip links (hidden until focused), only the
+links that the page shows (e.g. the list under the title, site/skip_links.py).
+
     .venv/bin/python bench/keyboard_reach.py [--pages intro 04_complete_guide] [--json out.json] [--site DIR]
 
 Needs the built site (_build/html) and Chromium (`make browser`).
@@ -48,7 +52,7 @@ TAG_JS = """kinds => {
     const kind = Object.keys(kinds).find(k => el.matches(kinds[k])) || 'other';
     const here = el.tagName === 'A' && el.hash && el.href.split('#')[0] === location.href.split('#')[0];
     const name = el.getAttribute('aria-label') || el.title || el.textContent.trim() || el.tagName;
-    return [kind, name.replace(/\s+/g, ' ').slice(0, 60), here];
+    return [kind, name.replace(/\s+/g, ' ').slice(0, 60), here, !!el.closest('.skip-link')];
   });
 }"""
 FOCUSED = "() => { const a = document.activeElement; return a && a.dataset.kr !== undefined ? Number(a.dataset.kr) : null; }"
@@ -74,11 +78,11 @@ def load(watch, rel: str):
 
 
 def measure(watch, rel: str, jump_within: int, after_jump: int) -> list[dict]:
-    """[{kind, label, tab, best}] for every element that the keyboard reaches."""
+    """[{kind, label, tab, best, no_skip}] for every element that the keyboard reaches."""
     page, elements = load(watch, rel)
     order = tab_order(page, 1000)
     best = {kr: n + 1 for n, kr in enumerate(order) if kr is not None}
-    tab_only = dict(best)
+    tab_only, no_skip = dict(best), dict(best)
     for n, kr in enumerate(order[:jump_within]):
         if kr is None or not elements[kr][2]:
             continue
@@ -87,9 +91,12 @@ def measure(watch, rel: str, jump_within: int, after_jump: int) -> list[dict]:
         page.keyboard.press("Enter")
         for m, there in enumerate(tab_order(page, after_jump)):
             if there is not None:
-                best[there] = min(best.get(there, 10**6), (n + 1) + 1 + (m + 1))
-    return [{"kind": elements[kr][0], "label": elements[kr][1], "tab": tab_only[kr], "best": best[kr]}
-            for kr in sorted(best)]
+                cost = (n + 1) + 1 + (m + 1)
+                best[there] = min(best.get(there, 10**6), cost)
+                if not elements[kr][3]:
+                    no_skip[there] = min(no_skip.get(there, 10**6), cost)
+    return [{"kind": elements[kr][0], "label": elements[kr][1], "tab": tab_only[kr], "best": best[kr],
+             "no_skip": no_skip.get(kr, tab_only[kr])} for kr in sorted(best)]
 
 
 def summary(rows: list[dict]) -> str:
@@ -97,8 +104,10 @@ def summary(rows: list[dict]) -> str:
     for kind in [*KINDS, "other"]:
         costs = [r["best"] for r in rows if r["kind"] == kind]
         tabs = [r["tab"] for r in rows if r["kind"] == kind]
+        no_skip = [r.get("no_skip", r["tab"]) for r in rows if r["kind"] == kind]
         if costs:
-            parts.append(f"{kind} x{len(costs)}: first {min(costs)} (Tab only {min(tabs)}), "
+            parts.append(f"{kind} x{len(costs)}: first {min(costs)} (without skip links {min(no_skip)}, "
+                         f"Tab only {min(tabs)}), "
                          f"median {statistics.median(costs):g}, max {max(costs)}")
     return "; ".join(parts)
 

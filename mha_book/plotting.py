@@ -21,6 +21,7 @@ from collections import defaultdict
 
 import numpy as np
 import matplotlib.pyplot as plt
+from matplotlib.category import StrCategoryConverter
 
 #: The width, in CSS px, that the course site gives a cell's figure on a 390 px wide phone
 #: (measured): every wider figure is shrunk to it there.
@@ -127,15 +128,25 @@ def _plain(text: str) -> str:
 def _axis(ax, which: str) -> tuple[str, str]:
     """(label, tick range) of one axis, e.g. ("query", "the to mat")."""
     axis = ax.xaxis if which == "x" else ax.yaxis
-    if ax.images:                                                # a heatmap: its rows/columns
+    if not ax.axison:                                            # a drawing (axis("off")): no axes to read
+        return "", ""
+    if ax.images or isinstance(axis.get_converter(), StrCategoryConverter):   # rows/columns, categories
         ticks = [_plain(t.get_text()) for t in axis.get_ticklabels() if t.get_text()]
         span = f"{ticks[0]} to {ticks[-1]}" if len(ticks) > 1 else ""
-    elif axis.get_ticklabels():                                  # numbers: the visible range
-        low, high = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
-        span = f"{low:.3g} to {high:.3g}" + (" (log scale)" if axis.get_scale() == "log" else "")
+    elif axis.get_ticklabels() and (values := _data_range(ax, which)):   # numbers: what the data span
+        span = "{:.3g} to {:.3g}".format(*values) + (" (log scale)" if axis.get_scale() == "log" else "")
     else:
         span = ""
     return _plain(axis.get_label_text()), span
+
+
+def _data_range(ax, which: str) -> tuple[float, float] | None:
+    """The smallest and largest value that the panel's lines, points, bars and reference lines take
+    along one axis: matplotlib's data limits, not its view limits, which it pads by 5 % (a loss
+    from 0.1 to 4.5 is drawn from -0.13 to 4.76). None if nothing is drawn in data units."""
+    box = ax.dataLim
+    low, high = (box.x0, box.x1) if which == "x" else (box.y0, box.y1)
+    return (low, high) if np.isfinite([low, high]).all() and low <= high else None
 
 
 def describe(fig) -> str:
@@ -155,7 +166,7 @@ def describe(fig) -> str:
         y_label = next((_axis(ax, "y")[0] for ax in axes if ax.get_ylabel()), "")
         what = f"{len(axes)} {kind}s" if len(axes) > 1 else f"a {kind}"
         text = what + (f" ({'; '.join(titles)})" if titles else "")
-        axes_text = [f"{side} {label}" + (f" {span}" if span else "") for side, label, span in
+        axes_text = [" ".join(filter(None, (side, label, span))) for side, label, span in
                      (("across:", x_label, x_span), ("down:", y_label, y_span)) if label or span]
         lines = sorted({_plain(line.get_label()) for ax in axes for line in ax.lines
                         if not line.get_label().startswith("_")})
@@ -198,6 +209,7 @@ def show(fig, point: str, *, caption: str | None = None, name: str | None = None
     from IPython.display import SVG, display
 
     if caption is not None and not (name and re.fullmatch(r"[a-z][a-z0-9-]*", name)):
+        plt.close(fig)                                  # refused or shown, the figure is done with
         raise ValueError(f"name: a figure with a caption needs a name such as 'fig-cost' (lower case, "
                          f"digits, hyphens), so that the text can cite it; got {name!r}.")
     alt = f"{describe(fig)} {point.strip()}"

@@ -42,6 +42,9 @@ MAX_VALUES = 200_000
 
 _FONT_PX = 12
 _CHAR_PX = 7.2  # rough width of one character of a 12 px sans-serif label
+_LINE = 1.2     # a label's box is this many font sizes high: neighbours are at least that far apart
+#: Viridis's two ends in words, for the colour scale's name.
+COLOUR_NAMES = ("dark purple", "yellow")
 
 
 def _to_numpy(weights):
@@ -68,6 +71,10 @@ def _axis_labels(tokens, n, n_groups, what):
     return _labels(tokens, n, what)
 
 
+def _positions(n):
+    return [str(i + 1) for i in range(n)]
+
+
 def _first(labels):
     """The labels of the first group (or the shared labels)."""
     return labels[0] if labels and isinstance(labels[0], list) else labels
@@ -85,13 +92,13 @@ def _colour(value, vmin, vmax):
 
 
 def _geometry(query, key):
-    """Cell size and margins; head-selector.js computes the same numbers."""
+    """Cell size and margins of the static picture: head-selector.js's layout() with no width
+    limit, where every label fits (cells at least one 12 px label's line)."""
     n = max(len(query), len(key))
-    cell = max(12, min(32, math.floor(420 / n)))
+    cell = min(32, max(math.ceil(_FONT_PX * _LINE), math.floor(420 / n)))
     left = math.ceil(max(map(len, query)) * _CHAR_PX) + 10
-    top = math.ceil(max(map(len, key)) * _CHAR_PX * 0.71) + 14
-    right = max(4, top - 14 - cell // 2)  # the last column label leans out to the right
-    return cell, left, top, right
+    top = math.ceil(max(map(len, key)) * _CHAR_PX) + 10    # column labels read upwards
+    return cell, left, top, 4
 
 
 def _svg(matrix, query, key, vmin, vmax, digits, label):
@@ -110,8 +117,8 @@ def _svg(matrix, query, key, vmin, vmax, digits, label):
                    f'dominant-baseline="central">{e(q)}</text>')
     for j, k in enumerate(key):
         x = left + cell * j + cell / 2
-        out.append(f'<text class="head-selector-label" transform="translate({x:g},{top - 6}) rotate(-45)" '
-                   f'text-anchor="start">{e(k)}</text>')
+        out.append(f'<text class="head-selector-label" transform="translate({x:g},{top - 6}) rotate(-90)" '
+                   f'text-anchor="start" dominant-baseline="central">{e(k)}</text>')
     for i in range(len(query)):
         for j in range(len(key)):
             v = float(matrix[i, j])
@@ -126,9 +133,9 @@ def _svg(matrix, query, key, vmin, vmax, digits, label):
     return "".join(out)
 
 
-def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None, title=None, *,
+def head_selector_markup(weights, query_tokens=None, key_tokens=None, head_names=None, title=None, *,
                          group_names=None, group_label="Example", vmin=0.0, vmax=None,
-                         digits=3):
+                         digits=3, scale_label="attention weight"):
     """The HTML string behind :func:`head_selector_html` (same arguments)."""
     w = _to_numpy(weights)
     if w.ndim == 3:
@@ -144,8 +151,11 @@ def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None
         raise ValueError(f"weights: {w.size} values is too many for one page (limit {MAX_VALUES}); "
                          "slice out fewer heads, examples or tokens.")
     n_groups, n_heads, t_q, t_k = w.shape
-    query = _axis_labels(query_tokens, t_q, n_groups, "query_tokens")
-    key = _axis_labels(query_tokens if key_tokens is None else key_tokens, t_k, n_groups,
+    # No tokens: positions, counted from 1 (a long axis of them may be labelled every k-th).
+    positions = {"query": query_tokens is None, "key": key_tokens is None and query_tokens is None}
+    query = _axis_labels(_positions(t_q) if positions["query"] else query_tokens, t_q, n_groups, "query_tokens")
+    key = _axis_labels(_positions(t_k) if positions["key"] else
+                       query_tokens if key_tokens is None else key_tokens, t_k, n_groups,
                        "key_tokens" if key_tokens is not None else "query_tokens (used as keys)")
     heads = _labels([f"head {h + 1}" for h in range(n_heads)] if head_names is None else head_names,
                     n_heads, "head_names")
@@ -171,6 +181,8 @@ def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None
         "heads": heads,
         "query": query,
         "key": key,
+        "positions": positions,
+        "scale_label": str(scale_label),
         "vmin": vmin,
         "vmax": vmax,
         "digits": int(digits),
@@ -182,20 +194,23 @@ def head_selector_markup(weights, query_tokens, key_tokens=None, head_names=None
                .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
     first = f"{heads[0]}" + (f", {groups[0]}" if n_groups > 1 else "")
     caption = (f"{html.escape(title)} &#8212; " if title else "") + html.escape(first)
-    static = _svg(w[0, 0], _first(query), _first(key), vmin, np.atleast_1d(vmax)[0], int(digits),
-                  f"Attention weights, {first}; rows are queries, columns are keys")
+    top = float(np.atleast_1d(vmax)[0])
+    scale = (f"colour: {scale_label} from {vmin:.3g} ({COLOUR_NAMES[0]}) to {top:.3g} ({COLOUR_NAMES[1]})")
+    static = _svg(w[0, 0], _first(query), _first(key), vmin, top, int(digits),
+                  f"Attention weights, {first}; rows are queries, columns are keys; {scale}")
     return (
         '<div class="head-selector" data-head-selector-version="1">'
         f'<script type="application/json" class="head-selector-data">{payload}</script>'
         '<div class="head-selector-static">'
-        f'<p class="head-selector-caption">{caption} (static picture: on the course site you can '
-        'choose the head)</p>'
+        f'<p class="head-selector-caption">{caption} ({html.escape(scale)}; static picture: on the '
+        'course site you can choose the head)</p>'
         f"{static}</div></div>"
     )
 
 
-def head_selector_html(weights, query_tokens, key_tokens=None, head_names=None, title=None, *,
-                       group_names=None, group_label="Example", vmin=0.0, vmax=None, digits=3):
+def head_selector_html(weights, query_tokens=None, key_tokens=None, head_names=None, title=None, *,
+                       group_names=None, group_label="Example", vmin=0.0, vmax=None, digits=3,
+                       scale_label="attention weight"):
     """A head selector for attention weights, for a chapter cell's output.
 
     Parameters
@@ -203,11 +218,13 @@ def head_selector_html(weights, query_tokens, key_tokens=None, head_names=None, 
     weights : array-like or torch.Tensor
         ``(heads, T_q, T_k)``, or ``(groups, heads, T_q, T_k)`` where the first axis (layers,
         examples, ...) gets a second selector.
-    query_tokens : sequence of str, or one such sequence per group
+    query_tokens : sequence of str, or one such sequence per group, optional
         Row labels, ``T_q`` of them (a list of lists when each group, e.g. each example, has
-        its own tokens).
+        its own tokens). None: rows are numbered by position from 1, and on a narrow screen
+        every k-th is labelled (tokens are all labelled: the map scrolls if they do not fit).
     key_tokens : sequence of str (or one per group), optional
-        Column labels, ``T_k`` of them; defaults to ``query_tokens`` (self-attention).
+        Column labels, ``T_k`` of them; defaults to ``query_tokens`` (self-attention), or to
+        positions if those are None too.
     head_names : sequence of str, optional
         Defaults to ``head 1`` ... ``head h`` (as in :func:`mha_book.plotting.plot_heads`).
     title : str, optional
@@ -220,6 +237,8 @@ def head_selector_html(weights, query_tokens, key_tokens=None, head_names=None, 
         show each map on the scale of the figure it also appears in.
     digits : int
         Decimals kept in the page (3 by default; the page stores every number).
+    scale_label : str
+        What the colours show, named beside the colour scale and in its text for screen readers.
 
     Returns
     -------
@@ -230,4 +249,4 @@ def head_selector_html(weights, query_tokens, key_tokens=None, head_names=None, 
 
     return HTML(head_selector_markup(weights, query_tokens, key_tokens, head_names, title,
                                      group_names=group_names, group_label=group_label,
-                                     vmin=vmin, vmax=vmax, digits=digits))
+                                     vmin=vmin, vmax=vmax, digits=digits, scale_label=scale_label))

@@ -16,11 +16,16 @@
   alternative, from what ``mha_book.plotting.show`` wrote into its SVG.
 * **Answers named after their question.** :mod:`answer_names`: "Answer to Quiz 2", not "Answer".
 * **Search from disk.** :mod:`search_pages`: opened as ``file://``, the search shows snippets too.
+* **A landing page that names the site's icon.** The site's root, ``index.html``, forwards to the
+  first chapter; sphinx-external-toc writes it as one bare ``<meta>`` line, which names no icon, so
+  every first visit also asked for ``/favicon.ico`` (a 404). :func:`write_landing` writes it whole.
 """
 from __future__ import annotations
 
+import base64
 import html
 import json
+import mimetypes
 import shutil
 from pathlib import Path
 
@@ -152,10 +157,43 @@ def sync_assets(app) -> None:
         _sync(Path(app.confdir) / entry, Path(app.outdir))
 
 
+LANDING = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+{icon}<meta http-equiv="refresh" content="0; url={first}">
+</head>
+<body>
+<p><a href="{first}">{title}: start reading</a></p>
+</body>
+</html>
+"""
+
+
+def write_landing(app) -> None:
+    """The site's root page: it forwards to the root document at once, like the theme's redirect,
+    and names the site's icon (no browser then asks for /favicon.ico). The icon is inlined as a
+    data: URL: a request for it would be cut short by the forward."""
+    icon = str(app.config.html_favicon or "")
+    href = icon
+    if icon and "://" not in icon:
+        path = Path(app.confdir) / icon
+        kind = mimetypes.guess_type(path.name)[0] or "image/x-icon"
+        href = f"data:{kind};base64,{base64.b64encode(path.read_bytes()).decode()}"
+    first = app.builder.get_target_uri(app.config.root_doc)
+    (Path(app.outdir) / "index.html").write_text(LANDING.format(
+        title=html.escape(app.config.html_title or app.config.project), first=html.escape(first),
+        icon=f'<link rel="icon" href="{html.escape(href)}">\n' if icon else ""), encoding="utf-8")
+
+
 def finish(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     sync_assets(app)
+    if app.config.root_doc != "index":
+        write_landing(app)
     node_modules = Path(app.confdir) / NODE_MODULES
     LOG.info("course_site: maths typeset on %d pages",
              math_prerender.render_site(Path(app.outdir), node_modules))

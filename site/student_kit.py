@@ -3,7 +3,7 @@
 ``make book`` (through the ``course_site`` extension) writes ``downloads/mha-student-kit.zip``
 into the site. The zip holds one folder, ``mha-student-kit/``, with
 
-* ``exercises/``: the five released notebooks (``exercises/mha/*.ipynb``, no solutions);
+* ``exercises/``: the seven released notebooks (``exercises/mha/*.ipynb``, no solutions);
 * the course library as a wheel, built from ``pyproject.toml`` (every package it lists);
 * ``requirements-student.txt``: exact pins, taken from the environment that built the site, of
   the packages a student needs (NumPy, PyTorch, Matplotlib, JupyterLab, nbgrader, ipykernel);
@@ -24,9 +24,11 @@ import hashlib
 import importlib.metadata
 import json
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -65,7 +67,7 @@ _NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "_build", ".cache", "build
 HOWTO = """\
 # Multi-head attention: the student kit
 
-This folder is all you need for the course's five graded exercises, on your own computer, with
+This folder is all you need for the course's seven graded exercises, on your own computer, with
 no server and no account. You need Python 3.11 or newer. Open a terminal in this folder and type
 the commands of your system, in this order.
 
@@ -191,6 +193,23 @@ def howto(wheel: str, settings: str, torch: str) -> str:
     return HOWTO.format(wheel=wheel, settings=settings, torch=torch, slow_minutes=slow_minutes, **INSTALL)
 
 
+#: Every entry of the kit is a plain file that anyone may read (rw-r--r--), whatever the mode of the
+#: file it was copied from or the umask of the build: unzipped into a shared folder, it stays readable.
+ENTRY_MODE = stat.S_IFREG | 0o644
+
+
+def _add(z: zipfile.ZipFile, name: str, data: bytes, date_time: tuple) -> None:
+    """One kit entry, compressed, with :data:`ENTRY_MODE`."""
+    info = zipfile.ZipInfo(name, date_time=date_time)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = ENTRY_MODE << 16                   # Unix mode in the high 16 bits
+    z.writestr(info, data)
+
+
+def _add_file(z: zipfile.ZipFile, path: Path, name: str) -> None:
+    _add(z, name, path.read_bytes(), time.localtime(path.stat().st_mtime)[:6])
+
+
 def build_kit(root: Path, out_zip: Path) -> Path:
     notebooks = sorted((root / "exercises" / "mha").glob("*.ipynb"))
     if not notebooks:
@@ -200,13 +219,14 @@ def build_kit(root: Path, out_zip: Path) -> Path:
         settings = settings_wheel(Path(tmp))
         out_zip.parent.mkdir(parents=True, exist_ok=True)
         torch = importlib.metadata.version("torch").split("+")[0]
-        with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_DEFLATED) as z:
+        now = time.localtime()[:6]
+        with zipfile.ZipFile(out_zip, "w") as z:
             for nb in notebooks:
-                z.write(nb, f"{KIT}/exercises/{nb.name}")
-            z.write(wheel, f"{KIT}/{wheel.name}")
-            z.write(settings, f"{KIT}/{settings.name}")
-            z.writestr(f"{KIT}/requirements-student.txt", requirements())
-            z.writestr(f"{KIT}/HOWTO.md", howto(wheel.name, settings.name, torch))
+                _add_file(z, nb, f"{KIT}/exercises/{nb.name}")
+            _add_file(z, wheel, f"{KIT}/{wheel.name}")
+            _add_file(z, settings, f"{KIT}/{settings.name}")
+            _add(z, f"{KIT}/requirements-student.txt", requirements().encode(), now)
+            _add(z, f"{KIT}/HOWTO.md", howto(wheel.name, settings.name, torch).encode(), now)
             if (root / "LICENSE").is_file():
-                z.write(root / "LICENSE", f"{KIT}/LICENSE")
+                _add_file(z, root / "LICENSE", f"{KIT}/LICENSE")
     return out_zip

@@ -3,13 +3,16 @@
 * grouped_query_attention is F.scaled_dot_product_attention(..., enable_gqa=True) on the same
   tensors, with and without the causal mask, for g = h (MHA), 1 < g < h (GQA) and g = 1 (MQA);
 * CausalSelfAttention copied from nn.MultiheadAttention, and Decoder copied from an
-  nn.TransformerEncoder of pre-norm layers with a final LayerNorm, compute torch's function;
+  nn.TransformerEncoder of pre-norm layers with a final LayerNorm, compute torch's function, both
+  as torch computes it step by step and as its fused fast path does (an even number of heads,
+  eval mode, no gradient: the fused operator is seen to run, mha_book.kernels);
 * generating with a KV cache, one position or several at a time, gives the full recomputation;
 * counting.parameter_count / self_attention_macs / decoder_macs / kv_cache_numbers agree with
   the modules, FlopCounterMode and the cache's own size;
 * misuse raises ValueError saying what was expected and what was given.
 
-Float64, all sizes different (N=2, h=6, g in {1, 2, 3, 6}, L=3, S=5, d_k=4, d_v=7, E=12, d_ff=20).
+Float64, all sizes different (N=2, h=6, g in {1, 2, 3, 6}, L=3, S=5, d_k=4, d_v=7, E=12, d_ff=20;
+torch's modules: 4 heads, since torch refuses its fused path for an odd number).
 """
 import re
 
@@ -20,13 +23,26 @@ from torch import nn
 from torch.testing import assert_close
 from torch.utils.flop_counter import FlopCounterMode
 
+from mha_book.kernels import FUSED_ATTENTION, FUSED_LAYER, OperatorLog
 from mha_lib import counting
 from mha_lib.block import EncoderBlock
 from mha_lib.decoder import CausalSelfAttention, Decoder, KVCache, causal_mask, grouped_query_attention
 
 TOL = dict(rtol=1e-10, atol=1e-10)
 N, H, L, S, D_K, D_V, E, D_FF, LAYERS = 2, 6, 3, 5, 4, 7, 12, 20, 3
+TORCH_HEADS = 4      # even: torch's fused fast path refuses an odd number of heads ("num_head is odd")
 f64 = dict(dtype=torch.float64)
+
+
+def torch_run(call, path: str):
+    """call() with torch on one of its two paths, and a check that it took it: "fused" (no
+    gradient, so that the modules, in eval mode, may take their fast path) runs a fused operator;
+    "step by step" (gradients on: torch refuses the fast path) runs none."""
+    with torch.set_grad_enabled(path == "step by step"), OperatorLog() as log:
+        out = call()
+    fused = {FUSED_LAYER, FUSED_ATTENTION} & log.names
+    assert bool(fused) == (path == "fused"), f"torch's {path} path was not taken: it ran {sorted(log.names)}"
+    return out
 
 
 def qkv(g: int, seed: int, q_len: int = L, kv_len: int = S):
@@ -69,7 +85,7 @@ def test_causal_queries_are_the_last_positions():
 def torch_stack(seed: int = 0) -> nn.TransformerEncoder:
     """torch's pre-norm stack with a final LayerNorm; every bias and LayerNorm parameter random."""
     torch.manual_seed(seed)
-    layer = nn.TransformerEncoderLayer(E, H // 2, D_FF, dropout=0.0, batch_first=True, norm_first=True, **f64)
+    layer = nn.TransformerEncoderLayer(E, TORCH_HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=True, **f64)
     stack = nn.TransformerEncoder(layer, LAYERS, norm=nn.LayerNorm(E, **f64), enable_nested_tensor=False)
     with torch.no_grad():
         for p in stack.parameters():
@@ -78,44 +94,50 @@ def torch_stack(seed: int = 0) -> nn.TransformerEncoder:
     return stack.eval()
 
 
+@pytest.mark.parametrize("torch_path", ["fused", "step by step"])
 @pytest.mark.parametrize("need_weights", [False, True])
-def test_decoder_is_torchs_encoder_with_a_causal_mask(need_weights):
+def test_decoder_is_torchs_encoder_with_a_causal_mask(need_weights, torch_path):
     theirs = torch_stack(seed=1)
     ours = Decoder.from_torch(theirs)
     assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in theirs.parameters())
     x = torch.randn(N, S, E, generator=torch.Generator().manual_seed(2), **f64)
     causal = nn.Transformer.generate_square_subsequent_mask(S, **f64)
-    expected = theirs(x, mask=causal, is_causal=True)
+    expected = torch_run(lambda: theirs(x, mask=causal, is_causal=True), torch_path)
     got, weights = ours(x, need_weights=need_weights)
     assert_close(got, expected, **TOL)
     if need_weights:
-        assert weights.shape == (N, LAYERS, H // 2, S, S)
+        assert weights.shape == (N, LAYERS, TORCH_HEADS, S, S)
     with torch.no_grad():
         ours.layers[-1].linear2.bias[0] += 1e-6          # the comparison sees a small change
     assert not torch.allclose(ours(x)[0], expected, **TOL)
 
 
-def test_decoder_copies_each_layer_norms_eps():
+@pytest.mark.parametrize("torch_path", ["fused", "step by step"])
+def test_decoder_copies_each_layer_norms_eps(torch_path):
     """eps is no parameter (state_dicts do not carry it): the layers' and the final norm's are copied apart."""
     torch.manual_seed(5)
-    layer = nn.TransformerEncoderLayer(E, 3, D_FF, dropout=0.0, batch_first=True, norm_first=True,
+    layer = nn.TransformerEncoderLayer(E, TORCH_HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=True,
                                        layer_norm_eps=1e-1, **f64)
     theirs = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(E, eps=1e-3, **f64), enable_nested_tensor=False).eval()
     x = 0.05 * torch.randn(N, S, E, **f64)                # small inputs, so that eps matters
     mask = torch.ones(S, S, dtype=torch.bool).triu(1)
-    assert_close(Decoder.from_torch(theirs)(x)[0], theirs(x, mask=mask, is_causal=True), **TOL)
+    expected = torch_run(lambda: theirs(x, mask=mask, is_causal=True), torch_path)
+    assert_close(Decoder.from_torch(theirs)(x)[0], expected, **TOL)
 
 
-def test_attention_copied_from_torch_is_torchs_causal_attention():
+@pytest.mark.parametrize("torch_path", ["fused", "step by step"])
+def test_attention_copied_from_torch_is_torchs_causal_attention(torch_path):
     torch.manual_seed(3)
-    theirs = nn.MultiheadAttention(E, 4, batch_first=True, **f64)
+    theirs = nn.MultiheadAttention(E, TORCH_HEADS, batch_first=True, **f64).eval()
     with torch.no_grad():
         theirs.in_proj_bias.normal_()
         theirs.out_proj.bias.normal_()
     ours = CausalSelfAttention.from_torch(theirs)
     x = torch.randn(N, S, E, **f64)
     mask = torch.ones(S, S, dtype=torch.bool).triu(1)
-    expected, expected_w = theirs(x, x, x, attn_mask=mask, average_attn_weights=False)
+    # torch's fast path returns no weights: they come from a second, step-by-step call
+    expected = torch_run(lambda: theirs(x, x, x, attn_mask=mask, need_weights=False)[0], torch_path)
+    _, expected_w = theirs(x, x, x, attn_mask=mask, average_attn_weights=False)
     for need_weights in (False, True):
         out, w = ours(x, need_weights=need_weights)
         assert_close(out, expected, **TOL)

@@ -1,4 +1,5 @@
-"""mha_book.plotting: one shared colour scale with a colour bar, positions counted from 1."""
+"""mha_book.plotting: one shared colour scale with a colour bar, positions counted from 1, text
+alternatives that quote the data's ranges."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -83,6 +84,37 @@ def test_describe_reads_panels_axes_and_scale_from_the_figure(weights):
     text = plotting.describe(fig)
     assert "a line chart" in text and "(log scale)" in text and "lines: cost 8nd^2" in text
     assert "MACs, d_model" in text and "$" not in text and "\\" not in text
+    plt.close(fig)
+
+
+def test_describe_quotes_the_range_of_the_data_not_the_padded_axes():
+    """matplotlib pads each axis by 5 % of the data's span: a description that read the axes'
+    limits quoted values no point has (a loss of "-0.13 to 4.76", a "time step -9.9")."""
+    fig, axes = plt.subplots(3, 1)
+    steps = np.arange(1, 21)                                   # 1..20
+    axes[0].plot(steps, np.linspace(0.1, 4.5, 20), label="loss")
+    axes[0].axhline(3.26, ls=":")                              # a reference line counts as data
+    axes[0].set(xlabel="position", ylabel="loss")
+    axes[1].bar(["a", "b", "c"], [2.0, 5.0, 3.0])              # bars stand on 0
+    axes[1].set(ylabel="count")
+    axes[2].scatter([-30, 70], [0.25, 0.75])
+    axes[2].set(xlabel="time step", ylabel="share")
+    text = plotting.describe(fig)
+    assert "across: position 1 to 20, down: loss 0.1 to 4.5" in text, text
+    assert "across: a to c, down: count 0 to 5" in text, text          # categories by name
+    assert "across: time step -30 to 70, down: share 0.25 to 0.75" in text, text
+    assert all(f"{ax.get_xlim()[0]:.3g}" not in text for ax in axes[[0, 2]]), text   # no padded limit
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.loglog([64, 512], [65.0, 513.0], "o-")
+    ax.set(xlabel="prefix length T", ylabel="ratio")
+    assert "across: prefix length T 64 to 512 (log scale), down: ratio 65 to 513 (log scale)" in plotting.describe(fig)
+    plt.close(fig)
+    fig, ax = plt.subplots()                                   # a drawing: its axes are switched off
+    ax.add_patch(plt.Rectangle((0.2, 0.2), 0.5, 0.5))
+    ax.set(xlim=(0, 3), ylim=(-0.5, 7.6))
+    ax.axis("off")
+    assert plotting.describe(fig) == "a chart.", plotting.describe(fig)
     plt.close(fig)
 
 

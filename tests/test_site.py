@@ -145,14 +145,21 @@ def test_every_chapter_downloads_as_ipynb():
 # The browser
 # ---------------------------------------------------------------------------------------------
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    answered: list | None = None      # (path, status) of every request, when a test asks for them
+
     def log_message(self, *args):  # keep pytest's output clean
         pass
 
+    def log_request(self, code="-", size="-"):
+        if self.answered is not None:
+            self.answered.append((self.path, int(code)))
+
 
 @contextlib.contextmanager
-def serve_site():
-    """The built site on a loopback HTTP server; yields its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
+def serve_site(answered: list | None = None):
+    """The built site on a loopback HTTP server; yields its base URL. Each request's (path,
+    status) is appended to ``answered`` if given."""
+    handler = functools.partial(type("Handler", (_QuietHandler,), {"answered": answered}), directory=str(SITE))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -358,6 +365,33 @@ def test_every_page_in_three_views_is_clean_typeset_accessible_and_light(browser
 
 
 @needs_site
+def test_no_page_load_asks_for_a_file_the_site_lacks(browser):
+    """Each page, and the site's root, as a first visit in a fresh browser: the server has every
+    file the browser asks for, the icon it fetches by itself included (a page that names no icon
+    makes it ask for /favicon.ico, which the site does not have: the root page did)."""
+    answered: list[tuple[str, int]] = []
+    icons = 0
+    with serve_site(answered) as base:
+        for rel in ["", *map(_rel, _pages())]:
+            start = len(answered)
+            context = browser.new_context(**DESKTOP)
+            try:
+                page = context.new_page()
+                page.goto(base + rel, wait_until="load")
+                page.wait_for_load_state("networkidle")
+                for _ in range(100):          # the icon comes after the page: wait for it (10 s at most)
+                    if any("favicon" in path for path, _ in answered[start:]):
+                        icons += 1
+                        break
+                    page.wait_for_timeout(100)
+            finally:
+                context.close()
+    missing = sorted({f"{path}: HTTP {code}" for path, code in answered if code >= 400})
+    assert icons > len(_pages()) // 2, f"the browser fetched an icon on {icons} page loads: the test sees nothing"
+    assert not missing, "requests the site could not answer:\n" + "\n".join(missing)
+
+
+@needs_site
 def test_maths_is_typeset_when_the_site_is_built():
     """No page loads MathJax or carries TeX: formulas are CHTML with a MathML copy for screen
     readers, and never a Tab stop."""
@@ -455,6 +489,56 @@ def test_every_head_viewer_is_a_few_key_presses_from_page_load(browser, server, 
                 watch.close()
     print(f"\n{view}: key presses from page load to each head viewer: " + "; ".join(reached))
     assert len(reached) >= 5, reached
+
+
+KEYS_WITHOUT_SKIP_LINKS = 40     # Tab, Enter presses to a viewer for a reader who passes the skip links by
+
+
+def _keys_past_the_skip_links(page, viewer) -> int:
+    """Key presses from page load to the viewer's first control for a keyboard user who does not
+    use the skip links: Tab on, past them, until the focus is on the viewer or on a link on the
+    page that leads there (which must have been on screen when the page loaded, where this reader
+    looks first), then Enter and Tab. Fails past KEYS_WITHOUT_SKIP_LINKS."""
+    handle = viewer.element_handle()
+    on_screen = page.evaluate_handle("""v => [...document.querySelectorAll('.bd-article a[href^="#"]')].filter(a => {
+        const t = document.getElementById(decodeURIComponent(a.hash.slice(1))), r = a.getBoundingClientRect();
+        return t && t.contains(v) && r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; })""", handle)
+    presses = 0
+    while True:
+        assert presses < KEYS_WITHOUT_SKIP_LINKS, f"{presses} Tab presses and the viewer is not in reach"
+        page.keyboard.press("Tab")
+        presses += 1
+        if page.evaluate("v => v.contains(document.activeElement)", handle):
+            return presses
+        if page.evaluate("() => !document.activeElement.closest('.skip-link')") and page.evaluate(JUMPS_TO_JS, handle):
+            break
+    assert page.evaluate("a => a.includes(document.activeElement)", on_screen), \
+        "the link to the viewer was not on the first screen when the page loaded"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate("v => document.activeElement === v.querySelector('select')", handle)
+    return presses + 2
+
+
+@needs_site
+@pytest.mark.parametrize("view", ["desktop", "phone"])
+def test_a_keyboard_user_who_skips_the_skip_links_reaches_every_viewer(browser, server, view):
+    """The skip links show only once focused, and a reader who does not know them tabs past: from
+    page load, through the sidebar and the header, to a link under the page's title (on screen
+    from the start) or to the viewer itself, in at most KEYS_WITHOUT_SKIP_LINKS presses."""
+    reached = []
+    for page_file in (p for p in _pages() if 'class="head-selector"' in p.read_text(encoding="utf-8")):
+        for n in range(page_file.read_text(encoding="utf-8").count('class="head-selector"')):
+            watch = _Watch(browser, server, **(DESKTOP if view == "desktop" else PHONE))
+            try:
+                page = watch.open(_rel(page_file))
+                reached.append(f"{_rel(page_file)} viewer {n + 1}: "
+                               f"{_keys_past_the_skip_links(page, page.locator('div.head-selector').nth(n))}")
+                assert not watch.problems, "\n".join(watch.problems)
+            finally:
+                watch.close()
+    print(f"\n{view}: key presses to each head viewer without the skip links: " + "; ".join(reached))
+    assert len(reached) >= 6, reached
 
 
 @needs_site
@@ -638,6 +722,108 @@ def test_head_selector_labels_are_readable_in_both_themes(browser, server, schem
         assert not watch.problems, "\n".join(watch.problems)
     finally:
         watch.close()
+
+
+def _viewer_states(page):
+    """(viewer number, group number, viewer) for every viewer of a page and every group it can
+    show, the group selected (a group has labels and a colour scale of its own)."""
+    viewers = page.locator("div.head-selector")
+    for n in range(viewers.count()):
+        viewer = viewers.nth(n)
+        groups = viewer.locator("select.head-selector-group")
+        for g in range(max(1, groups.locator("option").count())):
+            if groups.count():
+                groups.select_option(str(g))
+            yield n, g, viewer
+
+
+@needs_site
+def test_every_head_viewers_colour_scale_is_named_for_a_screen_reader(watch):
+    """The colour scale is one picture to a screen reader, named by what its colours show and what
+    its two ends mean ("0" and "1" alone said nothing), for every viewer and every group."""
+    import yaml
+
+    seen = 0
+    for page_file in (p for p in _pages() if 'class="head-selector"' in p.read_text(encoding="utf-8")):
+        page = watch.open(_rel(page_file))
+        for n, g, viewer in _viewer_states(page):
+            legend = viewer.locator(".head-selector-legend")
+            lo, hi = legend.locator(":scope > span:not(.head-selector-colorbar)").all_inner_texts()
+            heard = yaml.safe_load(legend.aria_snapshot())      # Playwright's accessibility tree, as YAML
+            expected = [f'img "Colour scale: attention weight from {lo} (dark purple) to {hi} (yellow)"']
+            assert heard == expected, f"{_rel(page_file)} viewer {n + 1}, group {g + 1}: {heard!r}"
+            assert "attention weight" in legend.inner_text()      # named on screen too
+            seen += 1
+    assert seen >= 14, seen
+    assert not watch.problems, "\n".join(watch.problems)
+
+
+# Every label of a head viewer's map on screen: its box (the text's box through its transform and
+# the map's scale), the size it is drawn at, and the pairs of labels whose boxes overlap by more
+# than half a pixel (separating axes: the labels may be turned).
+LABEL_BOXES_JS = """svg => {
+  // Each label's box on screen (its text box mapped through its transform and the map's scale):
+  // four corners; the size its font is drawn at; then every pair of labels that overlap.
+  const quads = [...svg.querySelectorAll('text.head-selector-label')].map(t => {
+    const b = t.getBBox(), m = t.getScreenCTM();
+    const corner = (x, y) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f];
+    return {text: t.textContent, px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b),
+            pts: [corner(b.x, b.y), corner(b.x + b.width, b.y), corner(b.x + b.width, b.y + b.height),
+                  corner(b.x, b.y + b.height)]};
+  });
+  // Separating axes (convex quadrilaterals): overlap = the smallest depth over the edge normals.
+  const depth = (p, q) => Math.min(...[p, q].flatMap(s => s.pts.map((a, i) => {
+    const b = s.pts[(i + 1) % 4], n = [a[1] - b[1], b[0] - a[0]], l = Math.hypot(...n) || 1;
+    const proj = z => z.pts.map(c => (c[0] * n[0] + c[1] * n[1]) / l);
+    return Math.min(Math.max(...proj(p)), Math.max(...proj(q))) - Math.max(Math.min(...proj(p)), Math.min(...proj(q)));
+  })));
+  const overlaps = [];
+  quads.forEach((p, i) => quads.slice(i + 1).forEach(q => {
+    const d = depth(p, q); if (d > 0.5) { overlaps.push([p.text, q.text, Math.round(d * 10) / 10]); } }));
+  const cell = svg.querySelector('rect.head-selector-cell');
+  return {labels: quads.length, smallest: Math.min(...quads.map(q => q.px)), overlaps: overlaps.length,
+          sample: overlaps.slice(0, 3), cell: cell ? cell.getBoundingClientRect().width : 0,
+          box: svg.parentElement.clientWidth, svg: svg.getBoundingClientRect().width};
+}"""
+
+
+@needs_site
+@pytest.mark.parametrize("width", [320, 390])
+def test_every_head_viewers_labels_are_readable_and_apart_on_a_phone(browser, server, width):
+    """On a 320 and a 390 px phone every viewer, in every group, draws its labels at 10 px or more
+    with no two overlapping; every token is labelled (a map too wide then scrolls in its box), and
+    an axis of positions is labelled every k-th position, from the first."""
+    from mha_book.plotting import MIN_LABEL_PX
+
+    bad, seen = [], 0
+    watch = _Watch(browser, server, color_scheme="dark", **{**PHONE, "viewport": {"width": width, "height": 844}})
+    try:
+        for page_file in (p for p in _pages() if 'class="head-selector"' in p.read_text(encoding="utf-8")):
+            page = watch.open(_rel(page_file))
+            for n, g, viewer in _viewer_states(page):
+                where = f"{_rel(page_file)} viewer {n + 1}, group {g + 1}"
+                spec = json.loads(viewer.locator("script.head-selector-data").text_content())
+                found = viewer.locator("svg.head-selector-heatmap").evaluate(LABEL_BOXES_JS)
+                if found["smallest"] < MIN_LABEL_PX:
+                    bad.append(f"{where}: labels of {found['smallest']:.1f} px")
+                if found["overlaps"]:
+                    bad.append(f"{where}: {found['overlaps']} overlapping pairs, e.g. {found['sample']}")
+                for axis, anchor in (("query", "end"), ("key", "start")):
+                    labels = viewer.locator(f"text.head-selector-label[text-anchor='{anchor}']").all_text_contents()
+                    tokens = spec[axis][g] if isinstance(spec[axis][0], list) else spec[axis]
+                    if spec.get("positions", {}).get(axis):
+                        step = int(labels[1]) - int(labels[0]) if len(labels) > 1 else len(tokens)
+                        shown = [str(i + 1) for i in range(0, len(tokens), step)]
+                    else:
+                        shown = tokens
+                    if labels != shown:
+                        bad.append(f"{where}: {axis} labels {labels}, expected {shown}")
+                seen += 1
+        assert not watch.problems, "\n".join(watch.problems)
+    finally:
+        watch.close()
+    assert seen >= 14, seen
+    assert not bad, f"at {width} px:\n" + "\n".join(bad)
 
 
 @needs_site

@@ -100,6 +100,17 @@ def test_kit_holds_the_exercises_the_library_its_settings_and_a_howto_but_no_sol
 
 
 @needs_kit
+def test_every_entry_unzips_as_a_file_anyone_can_read():
+    """Unzipped into a folder shared with a class (or by an instructor), every file of the kit is
+    rw-r--r--: none keeps the mode of a build's temporary file (0600), none is executable."""
+    with zipfile.ZipFile(KIT) as z:
+        modes = {info.filename: info.external_attr >> 16 for info in z.infolist()}
+    wrong = {name: oct(mode) for name, mode in modes.items() if mode != student_kit.ENTRY_MODE}
+    assert student_kit.ENTRY_MODE == 0o100644 and len(modes) >= 9
+    assert not wrong, f"entries whose mode is not 0o100644 (a regular file, rw-r--r--): {wrong}"
+
+
+@needs_kit
 def test_student_requirements_are_exact_pins_of_the_course_lock():
     with zipfile.ZipFile(KIT) as z:
         text = z.read("mha-student-kit/requirements-student.txt").decode()

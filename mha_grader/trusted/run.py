@@ -12,7 +12,7 @@ result is being recorded takes effect once that record is complete. A result tha
 cluster left with no worker of this version stop the run the same way. Each time one line says what
 happened, what to do, what was graded and the command that resumes (the one typed, passwords masked):
 a notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
-With --export (what `make grade` runs) a run that graded then writes grades.csv (exporting.py); an
+With --export (what `make grade` runs) a run that graded then writes grades.csv (export.py); an
 export that fails is one sentence and its own exit status, every grade being recorded.
 """
 import errno
@@ -26,7 +26,8 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from ..walls import probing, sandbox
-from . import course as course_mod, execute, exporting, jobs, recording, report, resume as resume_mod, runlog
+from . import collected, course as course_mod, execute, export, jobs, lateness, recording, report, runlog
+from . import resume as resume_mod
 from . import secret as course_secret
 from .gradebook import GradebookWriter, NotReleased, Silent
 from .lock import CourseLock, Held, Unwritable
@@ -103,16 +104,24 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
                   f"`make release` (nbgrader generate_assignment {args.assignment}) first, then run again: {resume}",
                   file=sys.stderr)
             return EXIT_MISSING
+        try:
+            penalties = lateness.load_penalties(course.root)
+        except lateness.BadConfig as err:
+            print(f"Grading did not start: {clause(err)}. Correct it (nbgrader's own commands read it too), then: "
+                  f"{resume}", file=sys.stderr)
+            return EXIT_MISSING
         plan, notes = jobs.plan(course, key, args)
     if plan.other_secrets and not getattr(args, "new_secret", False):
         print(f"Grading did not start: {_other_secrets(plan.other_secrets, key, getattr(args, 'argv', None))}",
               file=sys.stderr)
         return EXIT_MISSING
+    late = lateness.Lateness(penalties, {s: t.at for s, t in course.timestamps.items() if not t.problem},
+                             course.assignment)
     if args.force and plan:  # from here a stop leaves the rest ungraded, and the plain command grades it
         _forget(course, plan)
         resume = resume_mod.command(getattr(args, "argv", None), force=False)
     try:
-        writer = GradebookWriter(course.db_url, course.assignment, stop.requested)
+        writer = GradebookWriter(course.db_url, course.assignment, stop.requested, late)
     except NotReleased as err:
         print(f"Grading did not start: {err}, then run again: {resume}", file=sys.stderr)
         return EXIT_MISSING
@@ -131,14 +140,14 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
 
 def _then_export(args, course, stop: Stop, status: int) -> int:
     """With --export, after a run that graded (all: 0; some notebook could not be: 1), grades.csv by `nbgrader
-    export` (exporting.py): the run's status once written, else its failure's (the grades are all recorded: one
+    export` (export.py): the run's status once written, else its failure's (the grades are all recorded: one
     sentence, and the command that exports again); without, or after any other end, ``status``."""
     if not getattr(args, "export", False) or status not in (0, EXIT_FAILED):
         return status
     again = resume_mod.command(getattr(args, "argv", None), force=False)
     report.status("writing grades.csv (nbgrader export)")
     try:
-        why = exporting.export(course.root, stop)
+        why = export.write(course.root, stop)
     except Stopped:
         print(f"Stopped by {stop.name()} while grades.csv was exported; every grade is recorded. Export again "
               f"with: {again}", file=sys.stderr)
@@ -147,7 +156,7 @@ def _then_export(args, course, stop: Stop, status: int) -> int:
         print(f"Every grade is recorded, but grades.csv was not written: {why}. Export again with: {again}",
               file=sys.stderr)
         return EXIT_EXPORT
-    print(f"Exported the gradebook to {exporting.NAME} (nbgrader export).")
+    print(f"Exported the gradebook to {export.NAME} (nbgrader export).")
     return status
 
 
@@ -205,6 +214,7 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
             stop.check()
         _flush_or_stop(course, recorder, stop)
         notes += backend.notes()
+        standing = _standing_or_stop(course, recorder.writer, stop)
     except Stopped:
         _flush_quietly(course, recorder, results)  # what was graded is committed, then stamped
         _stopped(backend, progress, f"Stopped by {stop.name()}", results, plan, resume)
@@ -222,11 +232,16 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
                 backend.stop()
             backend.close()
     progress.done()
-    notes += jobs.notes_after(course, results, failed)
+    changed = jobs.changed_during_run(course, results)
+    notes += jobs.notes_after(results, failed, changed)
+    failed += [{"student": s, "notebook": course.assignment, "error": t.problem} for s, t in course.timestamps.items()
+               if t.problem]  # (planning gave them no job: their timestamp.txt is not usable)
+    failed += [{"student": s, "notebook": n, "error": why} for s, n, why in recorder.writer.lateness.problems]
     seconds = progress.elapsed()
     try:
         with stop.waiting():  # (reading a large class's stored results takes a while)
-            report.summary(course, results, failed, notes)
+            notes += _publish_collect_files(course, failed, changed)
+            report.summary(course, results, failed, notes, standing=standing)
     except Stopped:
         print(f"Stopped by {stop.name()} while the class's tables were written; every grade is recorded. Write the "
               f"tables again with: {resume}", file=sys.stderr)
@@ -241,6 +256,33 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
         print(f"Recording took {recorder.seconds:.1f} s. Per notebook in this process: recording {recorder.cost()}; "
               f"all its CPU {_own_cpu() / len(results) * 1000:.1f} ms.")
     return EXIT_FAILED if failed else 0
+
+
+def _standing_or_stop(course, writer, stop: Stop):
+    """The late policy applied to the whole class (GradebookWriter.standing); raises NotRecorded as a commit does."""
+    writer.lateness.problems.clear()  # (this pass meets every late notebook: its problems are the run's)
+    try:
+        return writer.standing()
+    except (DBAPIError, Silent) as err:
+        stop.check()
+        raise NotRecorded(_not_recorded(err, course)) from err
+
+
+def _publish_collect_files(course, failed: list, changed: list) -> list[str]:
+    """nbgrader's collect files beside each student's pages (collected.publish), for every student whose
+    submission is graded as it is now: the timestamp.txt read by planning is still there and none of their
+    notebooks failed or was handed in again during the run (those keep the files they had until the run
+    that grades them). Returns the notes."""
+    stale = {job["student"] for job in failed + changed}
+    notes = []
+    for student, read in course.timestamps.items():
+        submitted = course.folder("submitted", student)
+        if read.problem or student in stale or collected.read_timestamp(submitted) != read:
+            continue
+        note = collected.publish(submitted, read, [course.folder("feedback", student),
+                                                   course.folder("autograded", student)])
+        notes += [note] if note else []
+    return notes
 
 
 def _kept(result: dict) -> dict:

@@ -1,7 +1,8 @@
 /* Course site behaviour that the theme does not provide (loaded deferred on every page).
  *
  * 1. Wide boxes (tables, display equations, code, head-selector maps) scroll sideways inside
- *    their own box on a phone (head-selector maps shrink to fit instead); this marks the side(s) with more content (scroll-cue-left/-right),
+ *    their own box on a phone (a head-selector map shrinks its cells first, down to what its
+ *    labels need); this marks the side(s) with more content (scroll-cue-left/-right),
  *    and course.css shades that edge (under the text) so the reader sees there is more. A box that scrolls and holds
  *    nothing focusable becomes a Tab stop, so the arrow keys scroll it. An inline formula wider
  *    than its line (it cannot break) becomes such a box too (math-scroll), so that the page

@@ -10,9 +10,13 @@
  *     sideways-scrolling box, so that they stay in view;
  *   - a status line (head-selector-status, aria-live) saying what is shown after each change;
  *   - the map (svg.head-selector-heatmap, rect.head-selector-cell) in its own box
- *     (head-selector-scroll), drawn for the box's width (cells shrink, labels stay 12 px) and
- *     drawn again when that width changes; it scrolls only if even the smallest cells do not fit;
- *   - the colour scale (one for all maps, or one per group when vmax is a list), then "Values as
+ *     (head-selector-scroll), drawn for the box's width and drawn again when that width changes.
+ *     Cells shrink to fit; labels never shrink below 10 px and never overlap (label() below):
+ *     rows of tokens keep every label, so their cells stay a label's height and the box scrolls
+ *     sideways if even those do not fit; an axis of positions (no tokens given: 1, 2, 3, ...)
+ *     labels every k-th position instead once its cells are too small for every number;
+ *   - the colour scale (one for all maps, or one per group when vmax is a list), named for a
+ *     screen reader by what it shows and what its two ends mean, then "Values as
  *     a table" (details.head-selector-values): the same numbers
  *     as a table with a header per row and column, which keyboard and screen-reader users read
  *     cell by cell (the map is one picture to them).
@@ -24,7 +28,12 @@
   var SVG_NS = "http://www.w3.org/2000/svg"; // an XML namespace name, never fetched
   var VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c",
                  "#28ae80", "#5ec962", "#addc30", "#fde725"];
-  var FONT_PX = 12, CHAR_PX = 7.2, MIN_CELL = 8;
+  var COLOUR_NAMES = ["dark purple", "yellow"];   // viridis's two ends, in words
+  // Labels are FONT_PX, or down to MIN_FONT_PX when cells are small; a label's box is LINE font
+  // sizes high, and two labels on an axis are at least that far apart. Cells are at most MAX_CELL
+  // and at least MIN_CELL (an axis of positions, thinned) or a MIN_FONT_PX label's line (tokens).
+  var FONT_PX = 12, MIN_FONT_PX = 10, LINE = 1.2, CHAR_PX = 7.2, MIN_CELL = 8, MAX_CELL = 32;
+  var TOKEN_CELL = Math.ceil(MIN_FONT_PX * LINE), LABEL_CELL = Math.ceil(FONT_PX * LINE);
 
   function hex(c) { return [1, 3, 5].map(function (j) { return parseInt(c.slice(j, j + 2), 16); }); }
 
@@ -71,35 +80,50 @@
     return spec.weights[g][h].map(function (row) { return row.map(function (v) { return v / spec.scale; }); });
   }
 
-  // The map is drawn for the width it is read at: its cells shrink (down to MIN_CELL) to fit the
-  // box, so that its labels keep their 12 px on a phone instead of being scaled down with it.
+  // Whether an axis is numbered by position (the chapter gave no tokens): it may be thinned.
+  function isPositions(spec, axis) { return Boolean(spec.positions && spec.positions[axis]); }
+
+  // Cell size, label size and label steps for a map of nq x nk cells in a box `width` wide (0:
+  // unknown). Every shown label is at least MIN_FONT_PX and one line from its neighbours.
+  function layout(spec, q, k, width) {
+    var tokens = !(isPositions(spec, "query") && isPositions(spec, "key"));
+    var left = Math.ceil(longest(q) * CHAR_PX) + 10, top = Math.ceil(longest(k) * CHAR_PX) + 10, right = 4;
+    var fits = width > 0 ? Math.floor((width - left - right) / k.length) : MAX_CELL;
+    var wanted = Math.min(MAX_CELL, Math.max(LABEL_CELL, Math.floor(420 / Math.max(q.length, k.length))));
+    var cell = Math.max(tokens ? TOKEN_CELL : MIN_CELL, Math.min(wanted, fits));
+    var font = tokens ? Math.max(MIN_FONT_PX, Math.min(FONT_PX, Math.floor(cell / LINE))) : FONT_PX;
+    var step = function (axis) { return isPositions(spec, axis) ? Math.ceil(font * LINE / cell) : 1; };
+    return { cell: cell, font: font, left: left, top: top, right: right,
+             qStep: step("query"), kStep: step("key") };
+  }
+
+  // The map is drawn for the width it is read at: its cells shrink to fit the box, and its labels
+  // stay readable (layout()); the SVG is never scaled down, so what layout() chose is what shows.
   function heatmap(spec, g, h, width) {
     var m = matrix(spec, g, h), q = labelsOf(spec.query, g), k = labelsOf(spec.key, g);
     var vmax = vmaxOf(spec, g);
-    var n = Math.max(q.length, k.length);
-    var left = Math.ceil(longest(q) * CHAR_PX) + 10;
-    var top = Math.ceil(longest(k) * CHAR_PX * 0.71) + 14;
-    var fits = Math.floor((width - left - Math.max(4, top - 14)) / k.length);
-    var cell = Math.max(MIN_CELL, Math.min(32, Math.floor(420 / n), width > 0 ? fits : 32));
-    var right = Math.max(4, top - 14 - Math.floor(cell / 2)); // the last column label leans right
-    var width = left + cell * k.length + right, height = top + cell * q.length + 4;
+    var box = layout(spec, q, k, width), cell = box.cell, left = box.left, top = box.top;
+    var width = left + cell * k.length + box.right, height = top + cell * q.length + 4;
     var showValues = cell >= 28;
     var label = "Attention weights, " + spec.heads[h] +
       (spec.groups.length > 1 ? ", " + spec.groups[g] : "") + "; rows are queries, columns are keys";
     var svg = svgEl("svg", {
-      "class": "head-selector-heatmap", role: "img", "aria-label": label + " (the values: the table below)",
+      "class": "head-selector-heatmap", role: "img",
+      "aria-label": label + ", brighter is larger (the values: the table below)",
       width: width, height: height, viewBox: "0 0 " + width + " " + height,
-      "font-size": FONT_PX, "font-family": "sans-serif",
+      "font-size": box.font, "font-family": "sans-serif",
       "data-group": g, "data-head": h
     });
     q.forEach(function (t, i) {
+      if (i % box.qStep) { return; }
       svg.appendChild(svgEl("text", { "class": "head-selector-label", x: left - 6, y: top + cell * i + cell / 2,
         "text-anchor": "end", "dominant-baseline": "central" }, t));
     });
-    k.forEach(function (t, j) {
+    k.forEach(function (t, j) {      // column labels read upwards, one per column, like the figures'
+      if (j % box.kStep) { return; }
       svg.appendChild(svgEl("text", { "class": "head-selector-label",
-        transform: "translate(" + (left + cell * j + cell / 2) + "," + (top - 6) + ") rotate(-45)",
-        "text-anchor": "start" }, t));
+        transform: "translate(" + (left + cell * j + cell / 2) + "," + (top - 6) + ") rotate(-90)",
+        "text-anchor": "start", "dominant-baseline": "central" }, t));
     });
     q.forEach(function (tq, i) {
       k.forEach(function (tk, j) {
@@ -120,11 +144,19 @@
     return svg;
   }
 
-  // The colour scale of group g: its two ends and the gradient between (course CSS keeps the
-  // gradient's colours in forced-colours mode, where backgrounds are otherwise dropped).
+  // The colour scale of group g: what it shows, its two ends and the gradient between (course
+  // CSS keeps the gradient's colours in forced-colours mode, where backgrounds are otherwise
+  // dropped). A screen reader hears it as one picture named in words, ends and colours included.
   function legend(spec, g) {
     var box = document.createElement("div");
     box.className = "head-selector-legend";
+    var what = spec.scale_label || "attention weight";
+    box.setAttribute("role", "img");
+    box.setAttribute("aria-label", "Colour scale: " + what + " from " + tick(spec.vmin) + " (" +
+                     COLOUR_NAMES[0] + ") to " + tick(vmaxOf(spec, g)) + " (" + COLOUR_NAMES[1] + ")");
+    var name = document.createElement("div");
+    name.className = "head-selector-legend-name";
+    name.textContent = what + ":";
     var lo = document.createElement("span");
     lo.textContent = tick(spec.vmin);
     var bar = document.createElement("span");
@@ -132,7 +164,8 @@
     bar.style.background = "linear-gradient(to right, " + VIRIDIS.join(", ") + ")";
     var hi = document.createElement("span");
     hi.textContent = tick(vmaxOf(spec, g));
-    box.append(lo, bar, hi);
+    [name, lo, bar, hi].forEach(function (part) { part.setAttribute("aria-hidden", "true"); });  // the name says it
+    box.append(name, lo, bar, hi);
     return box;
   }
 
