@@ -96,18 +96,19 @@ release: $(STAMP)
 
 ## grade: grade every new or changed submitted/<student>/mha/ in the sandbox, judged outside it; grades into
 ## nbgrader's gradebook, feedback/<student>/mha/*.html, class tables (grades_by_student.csv, mistakes.csv,
-## tests.csv, class_report.html). Extra options: make grade ARGS="--student ID --notebook 02_split_heads
-## --force --workers 4"; another course folder: make grade COURSE=/path/to/course. Needs no npm (no MathJax).
+## tests.csv, notes.csv, class_report.html), then grades.csv (nbgrader export); the run's lines also go to
+## grading.log. Extra options: make grade ARGS="--student ID --notebook 02_split_heads --force --workers 4";
+## another course folder: make grade COURSE=/path/to/course. Needs no npm (no MathJax).
 ARGS ?=
 COURSE ?= $(CURDIR)
 GRADER := $(CURDIR)/$(BIN)/python -m mha_grader --course $(COURSE)
 .PHONY: secret probe
 grade: $(STAMP)
 	@test -f $(COURSE)/gradebook.db || $(MAKE) --no-print-directory release
-	@# the grader rebuilds the make command from these when it prints how to resume; exit status 1: some
-	@# notebook could not be graded (each named): what was graded is exported all the same
-	@MHA_GRADER_MAKE="$(CURDIR)" MHA_GRADER_MAKE_FROM="$(PWD)" $(GRADER) grade $(ARGS); status=$$?; \
-	if [ $$status -le 1 ]; then cd $(COURSE) && $(NBGRADER) export || exit; fi; exit $$status
+	@# one command (the grader exports too: --export), so that its exit status is the README's whatever runs it;
+	@# make itself exits 2 on any failure (GNU make's rule) and names the grader's status in its last line
+	@# ("Error 8"). The grader rebuilds the make command from these two variables when it prints how to resume.
+	@MHA_GRADER_MAKE="$(CURDIR)" MHA_GRADER_MAKE_FROM="$(PWD)" $(GRADER) grade --export $(ARGS)
 
 ## secret: create the course secret the hidden test inputs are drawn from (once; kept outside the repository)
 secret: $(STAMP)

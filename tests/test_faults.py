@@ -5,6 +5,7 @@ resume (or, for a worker, loses nothing), leaves nothing running, and the rerun 
 rest. The slow students' answers spin (no module that sleeps is allowed), so a run never ends by
 itself while a test acts. (Run as root: the sandbox's users and the tmpfs mount need it.)"""
 import contextlib
+import io
 import csv
 import fcntl
 import importlib.util
@@ -12,6 +13,7 @@ import json
 import os
 import pty
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -691,3 +693,298 @@ def test_the_only_worker_at_this_version_dying_ends_the_run_in_one_sentence(cour
         other.wait(timeout=60)
     assert int(stop_line(err).group(1)) == graded(course) < JOBS
     rerun_grades_the_rest(course, graded(course))
+
+
+# --- the operator's rough edges (issue 35, item 4): each one sentence, its exit status, the command to go on ----
+
+def no_traceback(*texts: str) -> None:
+    joined = "\n".join(texts)
+    assert "Traceback" not in joined and "Exception" not in joined, joined[-3000:]
+
+
+def sqlite_write_lock(db: Path, until: threading.Event, ready: threading.Event, when) -> threading.Thread:
+    """A thread that, once ``when()`` holds, takes an exclusive lock on the sqlite file ``db`` (as a program
+    writing to it holds it while it commits: nobody else may read or write) and keeps it until ``until``."""
+    import sqlite3
+
+    def hold():
+        while not when() and not until.is_set():
+            time.sleep(0.005)
+        db_ = sqlite3.connect(db, timeout=60, isolation_level=None)
+        db_.execute("BEGIN EXCLUSIVE")
+        ready.set()
+        until.wait()
+        db_.execute("ROLLBACK")
+        db_.close()
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_an_export_that_fails_after_grading_says_so_and_how_to_export_again(course):
+    """The gradebook is locked by another program (formgrader writing to it) between the last grade and
+    `nbgrader export` (--export, what `make grade` runs): every grade is recorded, grades.csv is not written,
+    one sentence says so and gives the command that exports again; that command, once the lock is gone,
+    grades nothing and exports."""
+    students = [option for s in FAST for option in ("--student", s)]
+    typed = command(course, *QUICK, "--export", *students)
+    done, locked = threading.Event(), threading.Event()
+    holder = sqlite_write_lock(course / "gradebook.db", done, locked,
+                               lambda: (course / "grades_by_student.csv").exists())  # (the summary: grading is over)
+    try:
+        run = subprocess.run(typed, env=env(course), capture_output=True, text=True, timeout=600)
+    finally:
+        done.set()
+        holder.join(timeout=60)
+    assert locked.is_set(), "the lock was never taken"
+    assert run.returncode == 8, run.stdout[-3000:] + run.stderr[-3000:]
+    no_traceback(run.stdout, run.stderr)
+    line = next((s for s in run.stderr.splitlines() if s.startswith("Every grade is recorded")), "")
+    assert line == ("Every grade is recorded, but grades.csv was not written: the gradebook is locked: another program "
+                    "(formgrader, or another nbgrader command) is writing to it; wait until it is done. Export again "
+                    f"with: {shlex.join(typed)}"), run.stderr[-3000:]
+    assert all(s.startswith(SAID) or s.startswith("Every grade is recorded") for s in run.stderr.splitlines() if s)
+    assert graded(course) == len(FAST) * len(kit.NOTEBOOKS)
+    assert not (course / "grades.csv").exists() and not (course / "grades.csv.partial").exists()
+    again = subprocess.run(shlex.split(line.split("Export again with: ")[1]), env=env(course), capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "This run graded 0 notebook(s)." in again.stdout and "Exported the gradebook to grades.csv" in again.stdout
+    with open(course / "grades.csv", encoding="utf-8") as fh:
+        rows = {row["student_id"]: row for row in csv.DictReader(fh)}
+    assert set(FAST) <= set(rows) and all(float(rows[s]["raw_score"]) > 0 for s in FAST), rows
+
+
+def test_make_grade_runs_one_command_whose_status_is_the_grader_s(tmp_path):
+    """`make grade` is the grader's one command, export included (--export before the instructor's ARGS), so that
+    the README's exit statuses reach a script through `python -m mha_grader ... grade --export` as they are, and
+    make names each in its last line (GNU make itself exits 2 for any failure: no makefile can change that)."""
+    (tmp_path / "gradebook.db").write_text("")
+    for status in (0, 1, 3, 5, 8):
+        run = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(kit.REPO), "-o", ".venv/.installed",
+                              "grade", f"COURSE={tmp_path}", f"GRADER=sh -c 'echo \"$$@\"; exit {status}' run",
+                              "ARGS=--student s1", "NBGRADER=echo exported separately"], capture_output=True, text=True)
+        assert run.stdout.splitlines() == ["grade --export --student s1"], run.stdout + run.stderr
+        assert (run.returncode, run.stderr.strip()) == ((0, "") if status == 0 else (2, f"make: *** [Makefile:{_line()}: "
+                                                                                      f"grade] Error {status}")), run.stderr
+
+
+def _line() -> int:
+    """The line of the Makefile's grade recipe that runs the grader."""
+    lines = (kit.REPO / "Makefile").read_text().splitlines()
+    return next(i for i, s in enumerate(lines, 1) if "grade --export $(ARGS)" in s)
+
+
+def test_a_secret_that_is_a_folder_stops_the_run_in_one_sentence(course, tmp_path):
+    folder = tmp_path / "secrets"
+    folder.mkdir()
+    run = subprocess.run(command(course, *QUICK), env={**env(course), "MHA_GRADER_SECRET": str(folder)},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stdout + run.stderr
+    no_traceback(run.stdout, run.stderr)
+    assert run.stderr.splitlines()[-1] == (
+        f"Grading did not start: $MHA_GRADER_SECRET ({folder}) is a folder, not a file: it must name the file that "
+        "holds the secret, one line of 64 hexadecimal digits (what `make secret` writes). Point $MHA_GRADER_SECRET at "
+        "the file of the secret that graded this class; only if none did yet, create one with `make secret` (or "
+        f"`python -m mha_grader secret`); then run again: {shlex.join(command(course, *QUICK))}"), run.stderr
+    assert not (course / "autograded").exists()
+
+
+HEX = "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize("kind, said", [
+    ("a folder", "is a folder, not a file"), ("an empty file", "it holds nothing, not one line of 64 hexadecimal"),
+    ("blank space", "it holds only blank space"), ("too short", "it holds 32 hexadecimal digits, not one line of 64"),
+    ("too long", "it holds 65 hexadecimal digits"), ("not hexadecimal", "it holds 64 characters, 64 of them not"),
+    ("two lines", "it holds 2 lines"), ("binary", "it holds 100 bytes that are not plain text"),
+    ("huge", "it holds more than 4096 bytes"), ("a link to nothing", "is a link to"),
+    ("a link to itself", "is a link that leads back to itself"), ("a FIFO", "is a FIFO, not a file"),
+    ("under a file", "is a path through a file, not a folder"), ("missing", "No course secret at"),
+    ("a good link", None), ("a good file", None)])
+def test_every_unusable_secret_is_named_without_a_word_of_it(tmp_path, monkeypatch, kind, said):
+    """What the secret's path names, and what its file holds, said in one sentence: what was expected, what was
+    found (never its content), what to do. A FIFO is not waited on; a link to a good file is followed."""
+    from mha_grader.trusted import secret
+    target = tmp_path / "secret"
+    make = {"a folder": lambda: target.mkdir(), "an empty file": lambda: target.write_text(""),
+            "blank space": lambda: target.write_text("  \n"), "too short": lambda: target.write_text("7" * 32),
+            "too long": lambda: target.write_text("7" * 65 + "\n"), "not hexadecimal": lambda: target.write_text("q" * 64),
+            "two lines": lambda: target.write_text(HEX + "\n" + HEX + "\n"),
+            "binary": lambda: target.write_bytes(bytes(range(100, 200))), "huge": lambda: target.write_text("7" * 10_000),
+            "a link to nothing": lambda: target.symlink_to(tmp_path / "gone"),
+            "a link to itself": lambda: target.symlink_to(target), "a FIFO": lambda: os.mkfifo(target),
+            "under a file": lambda: None, "missing": lambda: None,
+            "a good link": lambda: ((tmp_path / "real").write_text(HEX + "\n"), target.symlink_to(tmp_path / "real")),
+            "a good file": lambda: target.write_text(HEX + "\n")}
+    make[kind]()
+    if kind == "under a file":
+        (tmp_path / "plain").write_text("x")
+        target = tmp_path / "plain" / "secret"
+    monkeypatch.setenv(secret.ENV, str(target))
+    if said is None:
+        assert secret.load() == HEX.encode()
+        return
+    with pytest.raises(secret.NoSecret) as err:
+        secret.load()
+    message = str(err.value)
+    assert said in message and str(target) in message, message
+    assert "qqqq" not in message and "7777" not in message and "\n" not in message
+    assert "make secret" in message, message
+
+
+def test_the_secret_command_refuses_a_folder_or_a_link_in_one_sentence(tmp_path):
+    for kind in ("folder", "link"):
+        target = tmp_path / kind
+        target.mkdir() if kind == "folder" else target.symlink_to(tmp_path / "elsewhere")
+        run = subprocess.run([sys.executable, "-m", "mha_grader", "secret"], env={**kit.env(), "MHA_GRADER_SECRET":
+                             str(target)}, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+        what = "a folder" if kind == "folder" else "a link to nothing"
+        assert f"$MHA_GRADER_SECRET ({target}) is {what}, not the secret's file" in run.stderr, run.stderr
+        assert not (tmp_path / "elsewhere").exists()
+
+
+def test_the_terminal_closed_stops_the_run_and_its_log_says_how_to_resume(course):
+    """The terminal a run was started in is closed (its pseudo-terminal's other end goes: the kernel sends SIGHUP):
+    the run stops as for ctrl-C, and its own log, grading.log in the course folder, holds the stop line with the
+    command that resumes, since the terminal is gone; the rerun grades exactly the rest. A run started with SIGHUP
+    ignored (nohup) goes on to its end."""
+    main, terminal = pty.openpty()
+
+    def controlling_terminal():
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    typed = command(course, *PATIENT)
+    proc = subprocess.Popen(typed, env=env(course), stdin=terminal, stdout=terminal, stderr=terminal,
+                            start_new_session=True, preexec_fn=controlling_terminal)
+    os.close(terminal)
+    shown = bytearray()
+
+    def ready():  # (what the terminal shows is read here: a read blocked in a thread would keep it open)
+        while select.select([main], [], [], 0)[0]:
+            shown.extend(os.read(main, 65536))
+        return graded(course) >= len(FAST) * len(kit.NOTEBOOKS) and len(sandboxes()) >= 2
+    wait_for(ready, "the fast students to be graded while two slow ones run")
+    os.close(main)  # the terminal window closed
+    closed = time.monotonic()
+    proc.wait(timeout=60)
+    print(f"ended {time.monotonic() - closed:.1f} s after the terminal closed")
+    assert proc.returncode == 128 + signal.SIGHUP
+    log = (course / "grading.log").read_text()
+    no_traceback(log)
+    assert log.startswith(f"--- ") and shlex.join(typed) in log.splitlines()[0]
+    found = stop_line(log)
+    assert f"Stopped by SIGHUP (its terminal was closed). This run graded and recorded" in log
+    assert log.rstrip().endswith(f"Resume with: {shlex.join(typed)}"), log[-2000:]
+    assert int(found.group(1)) == graded(course) < JOBS and int(found.group(2)) == JOBS
+    assert not sandboxes(), "a sandbox outlived the run"
+    rerun_grades_the_rest(course, graded(course))
+
+    nohup = subprocess.Popen(command(course, *QUICK, "--force", "--student", SLOW[0]), env=env(course),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    wait_for(lambda: sandboxes(), "its spinning job")
+    nohup.send_signal(signal.SIGHUP)
+    out, err = nohup.communicate(timeout=300)
+    assert nohup.returncode == 0 and f"This run graded {len(kit.NOTEBOOKS)} notebook(s)." in out, out + err
+    runs = [s for s in (course / "grading.log").read_text().splitlines() if s.startswith("--- ")]
+    assert len(runs) == 3, runs
+
+
+def test_a_changed_secret_is_refused_unless_the_instructor_says_so(course, tmp_path):
+    """Graded with one secret, then run with another: nothing is graded, one sentence names the change by the two
+    fingerprints (never a secret) and the two ways on; --new-secret grades those notebooks again, and their stamps
+    name the new secret."""
+    from mha_grader.trusted import secret
+    students = [option for s in FAST for option in ("--student", s)]
+    first = subprocess.run(command(course, *QUICK, *students), env=env(course), capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    old, new = HEX, "fedcba9876543210" * 4
+    (tmp_path / "new-secret").write_text(new + "\n")
+    other = {**env(course), "MHA_GRADER_SECRET": str(tmp_path / "new-secret")}
+    before = {p: p.stat().st_mtime_ns for p in (course / "autograded").glob("*/mha/*.result.json")}
+    assert len(before) == graded(course) == len(FAST) * len(kit.NOTEBOOKS)
+    typed = command(course, *QUICK, *students)
+    run = subprocess.run(typed, env=other, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 2, run.stdout[-3000:] + run.stderr[-3000:]
+    no_traceback(run.stdout, run.stderr)
+    line = run.stderr.splitlines()[-1]
+    old_fp, new_fp = secret.fingerprint(old.encode()), secret.fingerprint(new.encode())
+    assert line.startswith(f"Grading did not start: the course secret changed: {len(before)} of the notebooks asked "
+                           f"for were graded with another secret (fingerprint {old_fp}), not with {tmp_path / 'new-secret'}"
+                           f" (fingerprint {new_fp})."), line
+    assert line.endswith(f"run again: {shlex.join(typed)}; if on purpose, grade them again with this one: "
+                         f"{shlex.join(typed + ['--new-secret'])}"), line
+    assert {p: p.stat().st_mtime_ns for p in before} == before, "a notebook was graded again"
+    assert all(s["secret"] == old_fp for stamp in stamps(course).values() for s in stamp.values())
+    again = subprocess.run(typed + ["--new-secret"], env=other, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"This run graded {len(before)} notebook(s)." in again.stdout
+    assert all(s["secret"] == new_fp for stamp in stamps(course).values() for s in stamp.values())
+    kept = "\n".join(p.read_text() for p in (course / "autograded").rglob("*") if p.is_file()) \
+        + (course / "grading.log").read_text()
+    assert old not in kept and new not in kept, "a secret was written into the course"
+
+
+def test_the_notes_describe_the_class_after_a_stop_and_a_resume(course):
+    """A notebook that is not JSON, a renamed one, and a file handed in besides: their notes are in notes.csv and
+    the summary after the run that graded them was stopped and another finished the class, and after a run for
+    one other student only. The unreadable notebook is not counted among the named mistakes."""
+    kit.submit(course, "b_broken", {"01_project": "{not json"})
+    kit.submit(course, "c_renamed", {"my copy": kit.filled(course, "01_project")})
+    (course / "submitted" / FAST[0] / "mha" / "scratch.txt").write_text("draft")
+    everyone = JOBS + 2 * len(kit.NOTEBOOKS)
+    run = subprocess.Popen(command(course, *PATIENT), env=env(course), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: graded(course) >= (len(FAST) + 2) * len(kit.NOTEBOOKS) and len(sandboxes()) >= 2,
+             "the first students to be graded while two slow ones run")
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 128 + signal.SIGTERM, err[-3000:]
+    rerun = subprocess.run(command(course, *QUICK), env=env(course), capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert graded(course) == everyone and 0 < int(re.search(r"This run graded (\d+)", rerun.stdout).group(1)) < everyone
+    one = subprocess.run(command(course, *QUICK, "--student", SLOW[0]), env=env(course), capture_output=True,
+                         text=True, timeout=600)
+    assert "This run graded 0 notebook(s)." in one.stdout, one.stdout[-3000:]
+    for output in (rerun.stdout, one.stdout):
+        assert "Not graded (1; why: notes.csv): b_broken/01_project" in output, output[-3000:]
+        assert "unreadable notebook" not in output
+    for note in ("b_broken/01_project: not graded: 01_project.ipynb is not a notebook",
+                 "c_renamed: my copy.ipynb is graded as 01_project.ipynb",
+                 f"{FAST[0]}: 1 item(s) handed in besides the notebooks were not read (1 other file): scratch.txt."):
+        assert any(n.startswith(note) for n in run_notes(course)), (note, run_notes(course))
+    with open(course / "mistakes.csv", encoding="utf-8") as fh:
+        kinds = {row["mistake"]: row["kind"] for row in csv.DictReader(fh)}
+    assert kinds.get("unreadable notebook") == "not graded", kinds
+
+
+def test_messages_are_sentences_whatever_they_embed():
+    """The message builders never embed a sentence's full stop in another ("differs).; start"), never print an
+    absent value ("exit status None"), and a label of a test that gave no result names its function."""
+    from types import SimpleNamespace
+    from mha_grader.trusted import cluster, execute, judging, report, run as run_mod
+    from mha_grader.walls import sandbox
+
+    def sentence(text: str) -> str:
+        assert not re.search(r"\.\s*[.;,:)]|\bNone\b|\n", text), text
+        return text
+    refusal = "Dask worker tcp://127.0.0.1:1 takes no job: its grader is not this one (mha_grader/x.py differs)."
+    sentence(cluster.no_worker([refusal], 12.0, ["tcp://127.0.0.1:2"]))
+    sentence(cluster.no_worker([refusal]))
+    sentence(execute.sentence(ValueError("bad value.")) + ".")
+    limits, quiet = sandbox.Limits(), sandbox.Report(returncode=0)
+    for status in ("timeout", "cells", "budget", "large", "signal", "exit", None):
+        for detail in (None, 3, "no inputs"):
+            sentence(judging._no_outcome({"status": (status, detail) if status else None}, quiet, limits))
+        label = judging._no_outcome_label({"status": (status, None) if status else None}, "split_heads")
+        assert label.startswith("split_heads: ") and report.kind(label) == report.MISTAKE, label
+    assert "exit status" not in judging._no_outcome({"status": ("exit", None)}, quiet, limits)
+    for label in judging.NOT_MISTAKES:
+        assert report.kind(label) == report.NOT_GRADED_KIND
+    printed = io.StringIO()
+    with contextlib.redirect_stderr(printed):
+        run_mod._stopped(None, SimpleNamespace(done=lambda: None), "Grading stopped: the scheduler went away.", [],
+                         [{}], "make grade")
+    sentence(printed.getvalue().strip())

@@ -81,7 +81,8 @@ def class_report_page(tmp_path: Path) -> Path:
         ("output_projection_per_head: not written yet", "04_output_projection", 3, report.LEFT_UNWRITTEN),
         ("fuse_heads: heads interleaved (stacked on a new last axis, then reshaped)", "01_project", 2, report.MISTAKE),
         ("multi_head_attention: not written yet", "05_assembly", 2, report.LEFT_UNWRITTEN),
-        (f"project: raises {HUGE_NAME}", "01_project", 1, report.MISTAKE)]]  # (as report.mistake_table sorts them)
+        (f"project: raises {HUGE_NAME}", "01_project", 1, report.MISTAKE),
+        ("unreadable notebook", "03_merge_heads", 1, report.NOT_GRADED_KIND)]]  # (as report.mistake_table sorts them)
     totals = [float(i % 16) for i in range(120)]
     late = [{"student": student, "seconds_late": 5.25 + 86400 * i, "penalty": 3.5 * (i > 0)}
             for i, student in enumerate(["bob", "firstname.lastname@university.example.edu",
@@ -128,9 +129,11 @@ def test_the_class_report_shows_every_label_whole_and_passes_axe(browser, tmp_pa
         context.close()
 
 
-def test_unwritten_functions_have_a_table_of_their_own(tmp_path):
+def test_unwritten_functions_and_tests_not_graded_have_tables_of_their_own(tmp_path):
     html = class_report_page(tmp_path).read_text()
     named, unwritten = html.split("<h2>Named mistakes</h2>")[1].split("<h2>Left unwritten</h2>")
+    unwritten, ungraded = unwritten.split("<h2>Not graded</h2>")
+    assert "unreadable notebook" in ungraded and "unreadable notebook" not in named + unwritten
     assert "not written yet" not in named and "reshape without transpose" in named
     assert "output_<wbr>projection_<wbr>per_<wbr>head" in unwritten and "multi_<wbr>head_<wbr>attention" in unwritten
     assert named.index("reshape without transpose") < named.index("heads interleave")  # 14 students before 2

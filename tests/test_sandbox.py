@@ -781,16 +781,22 @@ def test_a_job_whose_pid_1_is_stopped_is_that_notebooks_failure_alone(tmp_path):
 
 
 @pytest.mark.parametrize("exit_status, exported", [(0, True), (1, True), (3, False), (5, False)])
-def test_make_grade_exports_what_was_graded_even_when_a_notebook_could_not_be(exit_status, exported, tmp_path):
-    """`make grade` runs `nbgrader export` after a run that graded (0) and after one where some notebook
-    could not be graded (1, the README's exit status); not after a run that graded nothing (3: the
-    sandbox does not isolate; 5: recording failed). Its own exit status is the run's."""
-    (tmp_path / "gradebook.db").write_text("")
-    run = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(REPO), "-o", ".venv/.installed", "grade",
-                          f"COURSE={tmp_path}", f"GRADER=sh -c 'exit {exit_status}' run", "NBGRADER=echo exported"],
-                         capture_output=True, text=True)  # (-o: the venv is taken as built, never made here)
-    assert ("exported" in run.stdout) == exported, run.stdout + run.stderr
-    assert run.returncode == (0 if exit_status == 0 else 2), run.stdout + run.stderr  # (make's own status on failure)
+def test_make_grade_exports_what_was_graded_even_when_a_notebook_could_not_be(exit_status, exported, monkeypatch,
+                                                                              capsys):
+    """`make grade` runs the grader with --export: it runs `nbgrader export` after a run that graded (0) and after
+    one where some notebook could not be graded (1, the README's exit status); not after a run that graded nothing
+    (3: the sandbox does not isolate; 5: recording failed). Its exit status is the run's, or 8 when the export
+    fails (tests/test_faults.py runs both for real)."""
+    from types import SimpleNamespace
+    from mha_grader.trusted import run, stopping
+    calls = []
+    for why, status in (("", exit_status), ("the gradebook is locked", 8 if exported else exit_status)):
+        monkeypatch.setattr(run.export, "write", lambda root, stop, why=why: calls.append(root) or why)
+        args = SimpleNamespace(export=True, argv=["--course", "c", "grade", "--export"])
+        assert run._then_export(args, SimpleNamespace(root=Path("c")), stopping.Stop(), exit_status) == status
+    assert len(calls) == (2 if exported else 0)
+    assert run._then_export(SimpleNamespace(export=False), None, stopping.Stop(), exit_status) == exit_status
+    assert ("Export again with: " in capsys.readouterr().err) == exported
 
 
 def holder_of(uid: int) -> subprocess.Popen:

@@ -33,9 +33,10 @@ The path of one notebook, and the module that takes each step:
   report    report.py      the terminal's progress and summary, the class's CSV files and
                            class_report.py's page; text.py escapes for each sink
 
-run.py holds one run together: the course's lock (lock.py), ctrl-C and SIGTERM (stopping.py), the
-command that resumes (resume.py) and the exit statuses; cli.py is `python -m mha_grader`; export.py is
-the course's `nbgrader export` plugin (nbgrader's columns, then lms_user_id). Jobs run
+run.py holds one run together: the course's lock (lock.py), ctrl-C, SIGTERM and SIGHUP (stopping.py),
+the command that resumes (resume.py), the run's log (runlog.py) and the exit statuses; cli.py is
+`python -m mha_grader`; export.py is grades.csv: the course's `nbgrader export` plugin (nbgrader's
+columns, then lms_user_id), and `nbgrader export` run after a run (--export). Jobs run
 on execute.py's threads in this process or on Dask workers (cluster.py), which run execute.grade_job
 (draw, run, check, judge, render) and need no course folder, secret or gradebook; execute.py also names
 the grader's version (every source file of mha_grader and mha_checks, and the packages they rest

@@ -100,14 +100,15 @@ def _breakable(name) -> str:
 
 def page(assignment: str, totals: list[float], possible: float, tests: list[dict], mistakes: list[dict],
          late: tuple = (None, [])) -> str:
-    """``mistakes``: report.mistake_table's rows (a row of kind "left unwritten" is listed apart); ``late``: (the
-    due date or None, the late submissions as rows of student, seconds_late, penalty)."""
+    """``mistakes``: report.mistake_table's rows (rows of kind "left unwritten" and "not graded" are listed
+    apart); ``late``: (the due date or None, the late submissions as rows of student, seconds_late, penalty)."""
     counts = histogram(totals, possible, 5)
     bins = [f"{low:g} to {high:g}" for low, high in bin_edges(possible, 5)]
     rates = [(f"{t['notebook'].split('_', 1)[0]}/{t['test'].removeprefix('test_')}",
               round(100 * t["passed"] / max(t["passed"] + t["failed"], 1))) for t in tests]
     named = [m for m in mistakes if m.get("kind", "mistake") == "mistake"]
-    unwritten = [m for m in mistakes if m.get("kind", "mistake") != "mistake"]
+    unwritten = [m for m in mistakes if m.get("kind") == "left unwritten"]
+    ungraded = [m for m in mistakes if m.get("kind") == "not graded"]
     parts = [f"<h1>Class report: {for_html(assignment)}</h1>",
              f"<p>{len(totals)} students; total score out of {possible:g}"
              + (f"; mean {sum(totals) / len(totals):.1f}" if totals else "") + ".</p>",
@@ -134,6 +135,12 @@ def page(assignment: str, totals: list[float], possible: float, tests: list[dict
                   _table("How many students left each function unwritten", ["function", "notebook", "students"],
                          [[m["mistake"].rsplit(": ", 1)[0] if ": " in m["mistake"] else m["mistake"], m["notebook"],
                            m["students"]] for m in unwritten], frozenset({2}), frozenset({0, 1}))]
+    if ungraded:
+        parts += ["<h2>Not graded</h2><p>Tests that could not be graded (notes.csv says why for each student): "
+                  "not counted among the mistakes.</p>",
+                  _table("How many students had tests not graded, and why", ["why", "notebook", "students"],
+                         [[m["mistake"], m["notebook"], m["students"]] for m in ungraded], frozenset({2}),
+                         frozenset({1}))]
     parts += _late_section(*late)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{content_security_policy(STYLE)}\">"

@@ -2,9 +2,9 @@
 
     python -m mha_grader secret [--force]
     python -m mha_grader probe
-    python -m mha_grader grade [--student ID ...] [--notebook NAME ...] [--force]
+    python -m mha_grader grade [--student ID ...] [--notebook NAME ...] [--force] [--export]
                                [--workers W] [--scheduler tcp://HOST:8786] [--db-url URL]
-                               [--timing] [--unsafe-no-sandbox]
+                               [--new-secret] [--timing] [--unsafe-no-sandbox]
 """
 import argparse
 import os
@@ -24,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "secret":
         try:
             print(f"Created the course secret {secret.create(args.force)} (keep it; never commit it).")
-        except FileExistsError as err:
-            print(err, file=sys.stderr)
+        except (FileExistsError, secret.NoSecret) as err:
+            print(f"{err}.", file=sys.stderr)
             return 1
         return 0
     problems = run.isolation_problems(Path(args.course))  # probe
@@ -78,6 +78,10 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--test-seconds", type=float, default=10.0, help="wall time of one test (default 10)")
     grade.add_argument("--notebook-seconds", type=float, default=60.0,
                        help="wall time of all the tests of one notebook (default 60)")
+    grade.add_argument("--export", action="store_true",
+                       help="then write grades.csv with nbgrader export (what `make grade` does)")
+    grade.add_argument("--new-secret", action="store_true",
+                       help="the course secret was replaced on purpose: grade again what another secret graded")
     grade.add_argument("--timing", action="store_true",
                        help="also print what grading cost this process per notebook (for the benchmarks)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",

@@ -64,6 +64,7 @@ from distributed.scheduler import heartbeat_interval
 
 from ..walls import probing, sandbox
 from . import execute
+from .text import clause
 
 PLUGIN = "mha-grader-version"
 LOCAL_WORKER = "MHA_GRADER_LOCAL_WORKER"  # set for the workers of a LocalCluster started by a grading run
@@ -190,12 +191,7 @@ class Dask:
         if admitted:
             self.admitted, self.admitted_at = admitted, now
         elif self.admitted_at is not None and now - self.admitted_at >= WORKERLESS_S:
-            others = self._refusals()
-            raise execute.WrongVersion(
-                f"no Dask worker that runs this grader version has been connected for {now - self.admitted_at:.0f} s "
-                f"(the last: {', '.join(self.admitted)})" + (f"; {len(others)} connected worker(s) run another version, "
-                                                           f"the first: {others[0]}" if others else "")
-                + "; start workers from a checkout of this commit (see the README)")
+            raise execute.WrongVersion(no_worker(self._refusals(), now - self.admitted_at, self.admitted))
 
     def _watch_heartbeats(self, workers: dict, now: float) -> None:
         """Name on the terminal each worker that holds this run's jobs and that the scheduler has not heard from for
@@ -316,8 +312,7 @@ class Dask:
         for refusal in self.refused:
             print(refusal, file=sys.stderr, flush=True)
         if workers and len(self.refused) == len(workers):
-            raise execute.WrongVersion("No Dask worker runs this grader version, so nothing can be graded:\n  "
-                                       + "\n  ".join(self.refused))
+            raise execute.WrongVersion(no_worker(self.refused))
         return sum(w["nthreads"] for w in workers.values())
 
     def _refusals(self) -> list[str]:
@@ -327,6 +322,17 @@ class Dask:
                 + (execute.differences(m) if isinstance(m, dict) else execute.sentence(m)) + ")."
                 for address, m in sorted(theirs.items())
                 if not isinstance(m, dict) or execute.fingerprint(m) != execute.fingerprint()]
+
+
+def no_worker(refusals: list[str], gone_for: float | None = None, last: list[str] = ()) -> str:
+    """Why no job can run (WrongVersion's message, one clause): no worker runs this version (at the start), or
+    none has for ``gone_for`` seconds (the ``last`` that did); the first of the ``refusals`` (sentences) says why."""
+    said = ("no Dask worker runs this grader version, so nothing can be graded" if gone_for is None else
+            f"no Dask worker that runs this grader version has been connected for {gone_for:.0f} s (the last: "
+            f"{', '.join(last)})")
+    if refusals:
+        said += f"; {len(refusals)} connected worker(s) run another version, the first: {clause(refusals[0])}"
+    return said + "; start workers from a checkout of this commit (see the README)"
 
 
 class VersionGate(WorkerPlugin):

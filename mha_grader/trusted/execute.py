@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..walls import sandbox
 from . import feedback, jobs, judging, notebooks
+from .text import clause
 
 RETRIES = 2  # a sandbox failure is tried this many more times
 PACKAGES = ("numpy", "torch", "nbgrader", "distributed", "latex2mathml")  # what the judge, the sandbox, the
@@ -77,8 +78,8 @@ def grade_job(release, job: dict, limits: sandbox.Limits, unsafe: bool) -> dict:
 
 
 def sentence(err: BaseException) -> str:
-    """An exception as words: its type and message, never an empty string or 'None'."""
-    text = str(err).strip()
+    """An exception as words, a clause (text.clause): its type and message, never an empty string or 'None'."""
+    text = clause(err)
     return f"{type(err).__name__}: {text}" if text else f"{type(err).__name__} (no message)"
 
 

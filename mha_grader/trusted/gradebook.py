@@ -45,6 +45,10 @@ class Silent(RuntimeError):
     """The gradebook database did not answer in time; the message says how long was waited."""
 
 
+class NotReleased(RuntimeError):
+    """The gradebook has no such assignment (nbgrader generate_assignment was not run); one clause."""
+
+
 class GradebookWriter:
     """One open gradebook for a run; only the process that records results uses it. ``interrupted`` (a
     stop was asked for) is looked at while a call to the database is waited for."""
@@ -61,8 +65,8 @@ class GradebookWriter:
         self.patience, self.max_batch = (LOCAL_ANSWER_S, LOCAL_MAX_BATCH) if local else (ANSWER_S, MAX_BATCH)
         course_id = self._answered(_released_under, db_url, assignment)
         if course_id is None:
-            raise SystemExit(f"The gradebook {make_url(db_url).render_as_string(hide_password=True)} has no "
-                             f"assignment {assignment!r}: run `make release` (nbgrader generate_assignment) first.")
+            raise NotReleased(f"The gradebook {make_url(db_url).render_as_string(hide_password=True)} has no "
+                              f"assignment {assignment!r}: run `make release` (nbgrader generate_assignment) first")
         from nbgrader.api import Gradebook  # (nbgrader's import is most of loading the grader: made when a run opens it)
         self.gb = self._answered(Gradebook, db_url, course_id)  # nbgrader's default id would add a stray course row
         self._answered(_add_indexes, self.gb)

@@ -23,6 +23,11 @@ scores 0 with the reason, the run names it, and its stamp is the refusal's, whic
 share. A job whose bytes are those its stamp was made from (only the status changed) is not graded
 again: it comes back "unchanged", and only the stamp's status is renewed.
 
+A stamp names the secret that graded it by its fingerprint (secret.fingerprint, never the secret).
+Planning counts the notebooks asked for that another secret graded (:attr:`Plan.other_secrets`): run.py
+refuses to grade them again unless told (--new-secret), as their hidden inputs would be others. (A
+stamp written before stamps named their secret counts as this secret's.)
+
 A notebook missing under its own name is looked for among the student's other ``.ipynb`` files (at
 most course.MAX_RENAMED, the candidates): the first of that student's jobs that needs them reads each
 once, and the file whose cells carry a missing notebook's grade ids is graded as that notebook.
@@ -30,6 +35,7 @@ once, and the file whose cells carry a missing notebook's grade ids is graded as
 import datetime
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from mha_checks.hidden import hidden_cases
@@ -41,19 +47,32 @@ NOT_GRADED = ("unreadable", "ungradable")  # results that say why a notebook was
 RACY_NS = 2_000_000_000  # a status changed less than this before its read is not trusted at the next planning
 
 
-def plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
+class Plan(list):
+    """The records of the jobs to grade (a list), and ``other_secrets``: {fingerprint: notebooks} of the
+    stamps among the notebooks asked for that another secret graded."""
+
+    def __init__(self, records=()):
+        super().__init__(records)
+        self.other_secrets: dict[str, int] = {}
+
+
+def plan(course, key: bytes, args) -> tuple[Plan, list[str]]:
     """The records of the (student, notebook) jobs still to grade (new, changed, or all with --force),
-    and planning's notes (entries of submitted/ not graded, what students handed in besides the notebooks,
-    students not graded because their timestamp.txt is not usable, times handed in later than now: collected.py)."""
-    context = course.context(course_secret.fingerprint(key))
+    and planning's notes: on the whole class, whichever students are asked for (entries of submitted/ not
+    graded, what students handed in besides the notebooks), and on those asked for (students not graded
+    because their timestamp.txt is not usable, times handed in later than now: collected.py)."""
+    fingerprint = course_secret.fingerprint(key)
+    context = course.context(fingerprint)
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)  # (nbgrader keeps times as naive UTC)
-    students, notes = course.students()
-    students = [s for s in students if not args.student or s in args.student]
+    everyone, notes = course.students()
+    students = [s for s in everyone if not args.student or s in args.student]
     notes += [f"{s}: no submission folder" for s in args.student if s not in students]
-    records = []
-    for student in students:
+    records, others = Plan(), Counter()
+    for student in everyone:
         files, candidates, extra = course.submission(student)
         notes += [f"{student}: {n}" for n in extra]
+        if student not in students:
+            continue
         handed_in = course.timestamp(student)
         if handed_in.problem:  # (autograde stops on it too: the time decides lateness)
             notes.append(f"{student}: not graded: {handed_in.problem}; correct or remove "
@@ -68,6 +87,8 @@ def plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
             if args.notebook and name not in args.notebook:
                 continue
             stamp = stamps.get(name)
+            if isinstance(stamp, dict) and stamp.get("secret", fingerprint) != fingerprint:
+                others[str(stamp["secret"])] += 1
             if args.force or not current(stamp, context, path, [] if path else candidates):
                 mine.append({"student": student, "notebook": name, "path": path and str(path),
                              "stamped": stamp.get("key") if isinstance(stamp, dict) else stamp})
@@ -78,6 +99,7 @@ def plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
                 if record["path"] is None:
                     record.update(candidates=paths, missing=missing, looking=looking)
         records += mine
+    records.other_secrets = dict(others)
     return records, notes
 
 
@@ -116,8 +138,8 @@ class Maker:
         read, path, others, since = self._read(record)
         key = self.course.key(read.digest or f"not read: {read.reason}", self.fingerprint)
         record["path"] = path and str(path)
-        record["stamp"] = {"key": key, "context": self.context, "file": path and path.name, "status": read.status,
-                           "read_ns": since, **({"others": others} if others is not None else {})}
+        record["stamp"] = {"key": key, "context": self.context, "secret": self.fingerprint, "file": path and path.name,
+                           "status": read.status, "read_ns": since, **({"others": others} if others is not None else {})}
         job = {"student": record["student"], "notebook": record["notebook"], "raw": read.raw,
                "reason": read.reason, "seeds": {}}
         if key == record.get("stamped") and not self.force:
@@ -190,17 +212,14 @@ def draw(seeds: dict[str, int]) -> dict[str, list]:
 
 
 def notes_after(results: list, failed: list, changed: list) -> list[str]:
-    """Notes on the jobs of a run once it is done: what making them found (renamed notebooks), the
-    notebooks not graded (refused or unreadable), those that could not be graded (the sandbox failed, the
-    machine held their job back: the next run grades them), and those handed in again after they were read
-    (``changed``: :func:`changed_during_run`'s; graded as read, the next run grades the new version, its status
-    being another)."""
-    notes = [n for job, _ in results for n in job.get("notes", ())] + [n for job in failed for n in job.get("notes", ())]
+    """This run's own notes once it is done: what making the jobs that failed found (those recorded keep
+    theirs with their results, as "class_notes": report.stored_notes), those that could not be graded (the
+    sandbox failed, the machine held their job back: the next run grades them), and the notebooks handed in
+    again after they were read (``changed``: :func:`changed_during_run`'s; graded as read, the next run grades
+    the new version, its status being another)."""
+    notes = [n for job in failed for n in job.get("notes", ())]
     notes += [f"{job['student']}/{job['notebook']}: could not be graded: {job['error']}"[:500] for job in failed
               if job.get("error")]  # (not stamped: the next run grades it)
-    for job, result in results:
-        if result.get("status") in NOT_GRADED:
-            notes.append(f"{job['student']}/{job['notebook']}: not graded: " + "; ".join(result.get("notes", []))[:300])
     notes += [f"{job['student']}/{job['notebook']}: changed during the run; the next run grades it"
               for job in changed]
     return notes

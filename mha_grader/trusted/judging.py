@@ -18,6 +18,8 @@ SIGNALS = {9: "it was killed (usually: it used more memory than the limit allows
            6: "it aborted", 25: "it wrote a file larger than the limit allows"}
 COMPILE_ERRORS = {"SyntaxError", "IndentationError", "TabError"}
 EPSILON_S = 0.01  # (the seconds a record gives are rounded to the millisecond)
+UNREADABLE, UNGRADABLE, JUDGE_ERROR, NO_CASES = "unreadable notebook", "could not be graded", "judge error", "no cases"
+NOT_MISTAKES = frozenset({UNREADABLE, UNGRADABLE, JUDGE_ERROR, NO_CASES})  # labels of tests not graded: no mistake
 
 
 def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cases: dict,
@@ -35,7 +37,7 @@ def grade_notebook(release: notebooks.Release, nb: dict | None, reason: str, cas
     """
     start = time.monotonic()
     if nb is None:
-        label = None if reason == "was not handed in" else "unreadable notebook"
+        label = None if reason == "was not handed in" else UNREADABLE
         tests = [_result(g, False, f"Not graded: the file {release.name}.ipynb {reason}.", label)
                  for g in release.grade_cells]
         missing = reason == "was not handed in"
@@ -76,7 +78,7 @@ def _ungradable(release: notebooks.Release, err: Exception, start: float) -> dic
     schema, a bound exceeded) or that the grader failed on it."""
     reason = str(err) if isinstance(err, frames.Invalid) else \
         f"the grader failed on this notebook ({type(err).__name__}); your instructor will look at it"
-    tests = [_result(g, False, f"Could not be graded: {reason}.", "could not be graded") for g in release.grade_cells]
+    tests = [_result(g, False, f"Could not be graded: {reason}.", UNGRADABLE) for g in release.grade_cells]
     return {"tests": tests, "notes": [f"{release.name}.ipynb could not be graded: {reason}"],
             "status": "ungradable", "seconds": round(time.monotonic() - start, 3), "sandbox_s": 0.0}
 
@@ -133,7 +135,8 @@ def _judge_all(release, cases, ruling, prog, events: dict, report, limits) -> li
     for g in release.grade_cells:
         found = ruling.refused.get(g.id)
         if found:  # never sent to the sandbox: the child goes on to the next test as it was
-            tests.append(_result(g, False, admission.explain(found), "ready-made or forbidden code"))
+            tests.append(_result(g, False, admission.explain(found), f"{_function(cases[g.id], g)}: ready-made or "
+                                                                       "forbidden code"))
             continue
         test = events.get(g.id, {})
         tests.append(_result(g, *_judge_test(g, cases[g.id], test, prog, report, limits, tuple(before))))
@@ -153,18 +156,18 @@ def _result(g: notebooks.GradeCell, passed: bool, message: str, mistake: str | N
 def _judge_test(g, cases: list, events: dict, prog, report, limits, before: tuple = ()) \
         -> tuple[bool, str, str | None]:
     if not cases:  # a course error, never a free point
-        return False, "The grader has no hidden cases for this test; your instructor will grade it.", "no cases"
+        return False, "The grader has no hidden cases for this test; your instructor will grade it.", NO_CASES
     outcomes = [events.get("cases", {}).get(i) for i in range(len(cases))]
     ran = next((i for i, o in enumerate(outcomes) if o is None or "missing" in o), len(cases))
     try:  # the calls that ran, judged together: a mistake is named only if it reproduces every one of them
         verdict = checks.judge_test(cases[:ran], outcomes[:ran], before) if ran else checks.PASSED
     except Exception as err:  # noqa: BLE001 - a judge bug must not end the batch
         return False, f"The grader could not judge this result ({type(err).__name__}); your instructor " \
-                      "will look at it.", "judge error"
+                      "will look at it.", JUDGE_ERROR
     if not verdict.passed:
         return False, verdict.message, verdict.mistake
     if ran < len(cases) and outcomes[ran] is None:
-        return False, _no_outcome(events, report, limits), _no_outcome_label(events)
+        return False, _no_outcome(events, report, limits), _no_outcome_label(events, cases[ran].function)
     if ran < len(cases):
         function, cells = str(outcomes[ran]["missing"]), events.get("cells", [])
         return False, _missing(function, cells, prog), _missing_label(function, cells, prog)
@@ -175,6 +178,7 @@ def _no_outcome(events: dict, report, limits) -> str:
     """Why a test has no outcome, in one sentence. A time limit is named by its value (limits), the same
     whatever the machine: only a limit the student's code reached gets here (_the_machines)."""
     status, detail = events.get("status") or (None, None)
+    seconds = f"{detail:g}" if isinstance(detail, int | float) else None  # (seconds or MB; may be absent: never "None")
     if status == "timeout":
         return (f"This test was stopped after {limits.test_s:g} s: your code took too long (an endless loop, "
                 "or waiting for something that never comes?).")
@@ -185,19 +189,22 @@ def _no_outcome(events: dict, report, limits) -> str:
         return (f"Not run: your notebook's own cells did not finish within {limits.test_s:g} s (an endless loop "
                 "outside any function, or a very slow cell?), so no test could call your function.")
     if status == "large":
-        return (f"Not read: your function returned more data than the grader reads from one call ({detail} MB). "
-                "Return arrays of the shapes the exercise asks for.")
+        return (f"Not read: your function returned more data than the grader reads from one call"
+                f"{f' ({seconds} MB)' if seconds else ''}. Return arrays of the shapes the exercise asks for.")
     if status == "budget":
         return (f"Not run: the notebook's earlier tests used up its whole time budget ({limits.notebook_s:g} s), "
                 "so this one had no time left.")
     memory = (f"it used more memory than the limit allows ({limits.memory >> 20} MB for all the processes "
               "of your notebook together)")
     if status == "signal":
-        why = memory if detail == 9 and report.usage.get("oom_kills") else SIGNALS.get(detail, f"signal {detail}")
+        why = memory if detail == 9 and report.usage.get("oom_kills") else SIGNALS.get(
+            detail, f"it was stopped by signal {detail}" if isinstance(detail, int) else "it was stopped by a signal")
         return f"This test's process stopped before it finished: {why}."
-    if status == "exit":
+    if status == "exit" and isinstance(detail, int):
         return (f"Your code ended this test's process (exit status {detail}: os._exit or similar) "
                 "before the test finished.")
+    if status == "exit":  # (no status: the process went without one, or the test's inputs never came)
+        return "This test's process ended before the test finished" + (f" ({detail})." if detail else ".")
     if report.truncated:
         return (f"Not read: your functions returned more data than the grader reads from one notebook "
                 f"({sandbox.MAX_REPORT >> 20} MB in all, {sandbox.MAX_LINE >> 20} MB per result), so this "
@@ -207,11 +214,19 @@ def _no_outcome(events: dict, report, limits) -> str:
     return "Your code ended this test before it returned a result."
 
 
-def _no_outcome_label(events: dict) -> str:
+def _no_outcome_label(events: dict, function: str) -> str:
+    """The label of a call that gave no outcome: the function it called, and what stopped it."""
     status = (events.get("status") or ("no result",))[0]
-    return {"timeout": "timeout", "cells": "timeout", "budget": "notebook time budget", "signal": "crash",
-            "exit": "process ended", "large": "result too large", "spent": "notebook time budget"}.get(
-        status, "no result")
+    return f"{function}: " + {
+        "timeout": "too slow (stopped at the time limit)", "cells": "not run (the notebook's own cells did not finish)",
+        "budget": "not run (the notebook's time ran out)",
+        "spent": "too slow (stopped when the notebook's time ran out)", "signal": "its process crashed or was killed",
+        "exit": "it ended its process", "large": "returned more data than the grader reads"}.get(status, "no result")
+
+
+def _function(cases: list, g) -> str:
+    """The function a test calls (its grade id when it has no case)."""
+    return cases[0].function if cases else g.id
 
 
 def _missing_label(function: str, failures: list, prog) -> str:

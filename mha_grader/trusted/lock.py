@@ -107,6 +107,9 @@ def _read(path: Path) -> dict:
 def describe(holder: dict) -> str:
     if not holder:
         return "a run whose note (.grading.lock) is missing, empty or was deleted"
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(holder.get("started", 0))))
-    return (f"process {holder.get('pid')} on {holder.get('host')}, started {started}: "
-            f"{str(holder.get('command', ''))[:200]}")
+    try:
+        started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(holder.get("started", 0))))
+    except (TypeError, ValueError, OverflowError):  # (a note not written by a run: nothing in it is trusted)
+        started = "at an unknown time"
+    return (f"process {holder.get('pid', '(unknown)')} on {holder.get('host', 'an unknown host')}, started {started}: "
+            f"{str(holder.get('command', '(command unknown)'))[:200]}")

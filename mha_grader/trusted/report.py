@@ -17,8 +17,8 @@ whole class goes to files next to nbgrader's grades.csv:
 * ``grades_by_student.csv``: one row per student, a column per notebook and per test, the total
   (for a spreadsheet or an LMS import);
 * ``mistakes.csv``: each named mistake, how many students made it, and who; functions a student left
-  unwritten (the release's ``raise NotImplementedError()`` still in place) are rows of their own kind,
-  never counted among the mistakes;
+  unwritten (the release's ``raise NotImplementedError()`` still in place) and tests not graded (an
+  unreadable notebook) are rows of their own kinds, never counted among the mistakes;
 * ``tests.csv``: each test, how many students passed and failed it;
 * ``class_report.html``: the distribution and the pass rates as figures, the mistakes
   (class_report.py).
@@ -38,6 +38,7 @@ from tqdm import tqdm
 
 from . import class_report
 from .jobs import NOT_GRADED
+from .judging import NOT_MISTAKES
 from .text import TERMINAL_CAP, for_csv, for_terminal
 
 WIDTH = 80          # the summary's width on a terminal whose width cannot be read
@@ -48,7 +49,7 @@ ETA_AFTER_S = 2.0   # no rate or ETA before this long after the first result
 STALE_AFTER_S = 5.0  # no result for this long (and longer than 3 usual gaps): what runs, not an ETA
 LONG_S = 5.0        # a job running this long is named beside the ETA
 UNWRITTEN = "not written yet"  # the judge's label of a function still raising NotImplementedError
-MISTAKE, LEFT_UNWRITTEN = "mistake", "left unwritten"  # the kinds of rows of mistakes.csv
+MISTAKE, LEFT_UNWRITTEN, NOT_GRADED_KIND = "mistake", "left unwritten", "not graded"  # the kinds of mistakes.csv's rows
 
 
 def status(what: str) -> None:
@@ -211,19 +212,27 @@ def load_all(course):
 
 
 def summary(course, results: list, failed: list, notes: list[str], out=None, standing=None) -> None:
-    """Write the three CSV files and the class report; print one screen of summary (on a terminal: its
-    width; into a pipe or a file: nothing cut). The stored results are read one student at a time.
-    ``standing``: the class's lateness.ClassStanding (times, lateness, penalties, lms ids; None: none known)."""
+    """Write the CSV files and the class report; print one screen of summary (on a terminal: its width;
+    into a pipe or a file: nothing cut). The stored results are read one student at a time. ``notes``:
+    planning's (about the whole class) and this run's own; the notes kept with the stored results (why a
+    notebook was not graded, a renamed notebook) join them, so that notes.csv describes the class
+    whichever run graded what. ``standing``: the class's lateness.ClassStanding (times, lateness,
+    penalties, lms ids; None: none known)."""
     students, duedate = (standing.students, standing.duedate) if standing is not None else ({}, None)
     names = list(course.releases)
     tests = [(n, g) for n in names for g in course.releases[n].grade_cells]
     rows, mistakes, passed, handed_in = [], defaultdict(set), Counter(), Counter()
+    folders = course.ungraded()
+    ungraded, kept = [name for name, _ in folders], []
     for student, per_nb in load_all(course):
         row = {"student": student}
         for name in names:
             res = per_nb.get(name)
             row[name] = "" if res is None else sum(t["score"] for t in res["tests"])
             handed_in[name] += res is not None and res.get("status") != "missing"
+            kept += stored_notes(student, name, res or {})
+            if (res or {}).get("status") in NOT_GRADED:
+                ungraded.append(f"{student}/{name}")
             for t in (res or {}).get("tests", []):
                 row[f"{name}/{t['id']}"] = t["score"]
                 passed[(name, t["id"])] += t["score"] >= t["points"]
@@ -242,6 +251,7 @@ def summary(course, results: list, failed: list, notes: list[str], out=None, sta
     test_rows = [{"notebook": n, "test": g.id, "points": g.points, "passed": passed[(n, g.id)],
                   "failed": handed_in[n] - passed[(n, g.id)]} for n, g in tests]
     _write(course.root / "tests.csv", ["notebook", "test", "points", "passed", "failed"], test_rows)
+    notes = list(dict.fromkeys([*notes, *kept]))  # (each once)
     _write(course.root / "notes.csv", ["note"], [{"note": n} for n in notes])  # what the terminal only counts
     possible = sum(g.points for _, g in tests)
     late = [{"student": r["student"], "seconds_late": r["seconds_late"], "penalty": r["late_penalty"]}
@@ -249,9 +259,6 @@ def summary(course, results: list, failed: list, notes: list[str], out=None, sta
     report_path = class_report.write(course.root / "class_report.html", course.assignment,
                                      [r["total"] for r in rows], possible, test_rows, mistake_rows,
                                      (duedate, late))
-    folders = course.ungraded()
-    ungraded = [name for name, _ in folders] + [f"{job['student']}/{job['notebook']}" for job, result in results
-                                                if result.get("status") in NOT_GRADED]
     ungraded_notes = {why for _, why in folders} | {n for n in notes if n.split(": not graded: ")[0] in ungraded}
     unwritten = {s for (m, _), who in mistakes.items() if left_unwritten(m) for s in who}
     out = out or sys.stdout
@@ -259,6 +266,15 @@ def summary(course, results: list, failed: list, notes: list[str], out=None, sta
                    report_path.relative_to(course.root), ungraded, ungraded_notes, width=screen_width(out),
                    unwritten=len(unwritten), late=late)
     print("\n".join(lines), file=out)
+
+
+def stored_notes(student: str, notebook: str, result: dict) -> list[str]:
+    """The notes.csv lines a stored result holds: what was found among the student's files when its job was
+    made (a renamed notebook, other notebooks not graded), and why it was not graded, if it was not."""
+    notes = [str(n) for n in result.get("class_notes", [])]
+    if result.get("status") in NOT_GRADED:
+        notes.append(f"{student}/{notebook}: not graded: " + "; ".join(map(str, result.get("notes", [])))[:300])
+    return notes
 
 
 LATE_COLUMNS = ("lms_user_id", "timestamp", "seconds_late", "late_penalty", "score")
@@ -283,11 +299,17 @@ def left_unwritten(label: str) -> bool:
 
 def mistake_table(mistakes: dict, notebooks: list[str]) -> list[dict]:
     """mistakes.csv's rows from {(label, notebook): students}: most students first, then in the course's
-    order of notebooks, then by label; each row's kind says whether it is a mistake or a part left unwritten."""
+    order of notebooks, then by label; each row's kind says whether it is a mistake, a part left unwritten,
+    or a test not graded (an unreadable notebook, the grader's own failure: judging.NOT_MISTAKES)."""
     order = {n: i for i, n in enumerate(notebooks)}
     ranked = sorted(mistakes.items(), key=lambda kv: (-len(kv[1]), order.get(kv[0][1], len(order)), kv[0]))
-    return [{"mistake": m, "notebook": n, "students": len(s), "kind": LEFT_UNWRITTEN if left_unwritten(m) else MISTAKE,
-             "who": " ".join(sorted(s))} for (m, n), s in ranked]
+    return [{"mistake": m, "notebook": n, "students": len(s), "kind": kind(m), "who": " ".join(sorted(s))}
+            for (m, n), s in ranked]
+
+
+def kind(label: str) -> str:
+    """The kind of a mistake label: MISTAKE, LEFT_UNWRITTEN or NOT_GRADED_KIND."""
+    return LEFT_UNWRITTEN if left_unwritten(label) else NOT_GRADED_KIND if label in NOT_MISTAKES else MISTAKE
 
 
 def screen_width(out) -> int | None:
@@ -316,7 +338,7 @@ def screen(totals: list[float], possible: float, mistake_rows: list[dict], resul
            notes: list[str], report_path, ungraded: list[str] = (), ungraded_notes: set = frozenset(),
            width: int | None = WIDTH, unwritten: int = 0, late: list[dict] = ()) -> list[str]:
     """The summary as lines of at most ``width`` characters (None: nothing cut), 24 lines at most with TOP = 5.
-    ``ungraded``: the folders of submitted/ and this run's notebooks that were not graded (each named once
+    ``ungraded``: the folders of submitted/ and the class's notebooks that were not graded (each named once
     here, why in notes.csv); ``ungraded_notes``: their notes (the first note shown is another one);
     ``unwritten``: how many students left a function unwritten (counted apart from the mistakes); ``late``: the
     late submissions (class report rows: student, seconds_late, penalty), named on one line, latest first."""

@@ -20,14 +20,16 @@ import sys
 from pathlib import Path
 
 MAKE, MAKE_FROM = "MHA_GRADER_MAKE", "MHA_GRADER_MAKE_FROM"
+MADE_OPTIONS = ("--export",)  # what `make grade` puts before the instructor's ARGS (the Makefile's recipe)
 FORCE = "--force"
 PASSWORD = re.compile(r"(?P<head>[A-Za-z][\w+.-]*://[^\s:/@'\"]*:)[^\s@'\"]+(?=@)")  # scheme://user:PASSWORD@
 
 
-def command(argv: list[str] | None = None, force: bool = True) -> str:
+def command(argv: list[str] | None = None, force: bool = True, add: tuple[str, ...] = ()) -> str:
     """The command that started this run (``argv``: the arguments after ``python -m mha_grader``; None:
-    this process's own), without --force unless ``force``, its passwords masked."""
-    typed = _typed(argv, force)
+    this process's own), without --force unless ``force``, with the options ``add`` (unless typed), its
+    passwords masked."""
+    typed = _typed(argv, force, add)
     shown = hide_passwords(typed)
     return shown if shown == typed else (shown + "  (the database password is not shown: give it in ~/.pgpass, "
                                          "or the whole URL in MHA_GRADER_DB_URL, rather than on the command line)")
@@ -38,20 +40,23 @@ def hide_passwords(text: str) -> str:
     return PASSWORD.sub(r"\g<head>***", text)
 
 
-def _typed(argv: list[str] | None, force: bool) -> str:
+def _typed(argv: list[str] | None, force: bool, add: tuple[str, ...] = ()) -> str:
     words = list(sys.orig_argv) if argv is None else [sys.executable, "-m", "mha_grader", *argv]
     if "grade" not in words:
         return shlex.join(words)
     split = words.index("grade")
     options = [w for w in words[split + 1:] if force or w != FORCE]
+    options += [w for w in add if w not in options]
     return _as_make(words[:split], options) or shlex.join([_interpreter(words[0]), *words[1:split + 1], *options])
 
 
 def _as_make(before: list[str], options: list[str]) -> str:
-    """``make grade ...`` when `make grade` started this process, else ""."""
+    """``make grade ...`` when `make grade` started this process, else "". (The Makefile gives the grader
+    MADE_OPTIONS itself: they are not the instructor's ARGS.)"""
     folder = os.environ.get(MAKE)
     if not folder:
         return ""
+    options = options[len(MADE_OPTIONS):] if options[:len(MADE_OPTIONS)] == list(MADE_OPTIONS) else options
     started = os.environ.get(MAKE_FROM, "")
     where = "" if started and _same(started, folder) else f" -C {shlex.quote(folder)}"
     course = _course_of(before)

@@ -2,14 +2,18 @@
 each result as it arrives, then print the summary and write the class's tables.
 
 This is the module that plans and records; the backends execute (arrows point one way: run -> execute,
-run -> cluster -> execute). A run holds the course's lock (lock.py) from start to end. It stops when
-told (stopping.py): ctrl-C (SIGINT) or SIGTERM while it waits (for results, the database, the probe,
-planning) cancels the jobs not started and ends the running sandboxes; a signal that arrives while a
+run -> cluster -> execute). A run holds the course's lock (lock.py) from start to end, and appends what
+it prints to the course's grading.log (runlog.py). It refuses to start without a usable secret, or with
+another secret than the one that graded the notebooks asked for (unless --new-secret). It stops when
+told (stopping.py): ctrl-C (SIGINT), SIGTERM or SIGHUP while it waits (for results, the database, the
+probe, planning) cancels the jobs not started and ends the running sandboxes; a signal that arrives while a
 result is being recorded takes effect once that record is complete. A result that cannot be recorded
 (the database is unreachable or silent, the disk is full), a Dask scheduler that went away and a
 cluster left with no worker of this version stop the run the same way. Each time one line says what
 happened, what to do, what was graded and the command that resumes (the one typed, passwords masked):
 a notebook counts as graded only once its stamp is written, so the next run grades exactly the rest.
+With --export (what `make grade` runs) a run that graded then writes grades.csv (export.py); an
+export that fails is one sentence and its own exit status, every grade being recorded.
 """
 import errno
 import gc
@@ -22,15 +26,18 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from ..walls import probing, sandbox
-from . import collected, course as course_mod, execute, jobs, recording, report, resume as resume_mod
+from . import collected, course as course_mod, execute, jobs, recording, report, runlog
+from . import resume as resume_mod
 from . import secret as course_secret
-from .gradebook import GradebookWriter, Silent
+from .gradebook import GradebookWriter, NotReleased, Silent
 from .lock import CourseLock, Held, Unwritable
 from .recording import Recorder
 from .stopping import Stop, Stopped
+from .text import clause
 
 EXIT_FAILED, EXIT_MISSING, EXIT_NO_ISOLATION, EXIT_LOCKED, EXIT_NOT_RECORDED, EXIT_WORKERS = 1, 2, 3, 4, 5, 6
 EXIT_SCHEDULER = 7  # the Dask scheduler went away or stopped answering
+EXIT_EXPORT = 8  # every grade is recorded, but `nbgrader export` did not write grades.csv (--export)
 END = object()  # the backend has given back every result
 
 
@@ -49,14 +56,14 @@ def grade(args, stop: Stop | None = None, resume: str = "") -> int:
     try:
         key = course_secret.load()
     except course_secret.NoSecret as err:
-        print(err, file=sys.stderr)
+        print(f"Grading did not start: {err}; then run again: {resume}", file=sys.stderr)
         return EXIT_MISSING
     if not Path(args.course).is_dir():
         print(f"No course folder at {args.course}: give the folder that holds exercises/ and submitted/ "
               "with --course.", file=sys.stderr)
         return EXIT_MISSING
     try:
-        with CourseLock(Path(args.course).resolve(), resume) as lock:
+        with CourseLock(Path(args.course).resolve(), resume) as lock, runlog.installed(lock.course, resume):
             if lock.stale_note():
                 print(lock.stale_note(), file=sys.stderr)
             return _grade(args, key, stop, resume)
@@ -93,13 +100,22 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
     with stop.waiting():
         from . import lateness  # (it imports nbgrader, most of loading the grader: made once a run reads the course)
         course = course_mod.Course(root, args.assignment, args.db_url)
+        if not course.releases:
+            print(f"Grading did not start: {root / 'exercises' / args.assignment} holds no released notebook: run "
+                  f"`make release` (nbgrader generate_assignment {args.assignment}) first, then run again: {resume}",
+                  file=sys.stderr)
+            return EXIT_MISSING
         try:
             penalties = lateness.load_penalties(course.root)
         except lateness.BadConfig as err:
-            print(f"Grading did not start: {err}. Correct it (nbgrader's own commands read it too), then: {resume}",
-                  file=sys.stderr)
+            print(f"Grading did not start: {clause(err)}. Correct it (nbgrader's own commands read it too), then: "
+                  f"{resume}", file=sys.stderr)
             return EXIT_MISSING
         plan, notes = jobs.plan(course, key, args)
+    if plan.other_secrets and not getattr(args, "new_secret", False):
+        print(f"Grading did not start: {_other_secrets(plan.other_secrets, key, getattr(args, 'argv', None))}",
+              file=sys.stderr)
+        return EXIT_MISSING
     late = lateness.Lateness(penalties, {s: t.at for s, t in course.timestamps.items() if not t.problem},
                              course.assignment)
     if args.force and plan:  # from here a stop leaves the rest ungraded, and the plain command grades it
@@ -107,16 +123,56 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
         resume = resume_mod.command(getattr(args, "argv", None), force=False)
     try:
         writer = GradebookWriter(course.db_url, course.assignment, stop.requested, late)
+    except NotReleased as err:
+        print(f"Grading did not start: {err}, then run again: {resume}", file=sys.stderr)
+        return EXIT_MISSING
     except Exception as err:  # noqa: BLE001 - said in one sentence, see _not_recorded
         stop.check()  # (a stop while the database was waited for)
         print(f"Grading did not start: {_not_recorded(err, course)}. Rerun: {resume}", file=sys.stderr)
         return EXIT_NOT_RECORDED
     recorder = Recorder(course, writer)
     try:
-        return _run(args, course, plan, notes, recorder, stop, resume, jobs.Maker(course, key, args.force))
+        status = _run(args, course, plan, notes, recorder, stop, resume, jobs.Maker(course, key, args.force))
     finally:
         recorder.close()
         _close_quietly(writer)
+    return _then_export(args, course, stop, status)
+
+
+def _then_export(args, course, stop: Stop, status: int) -> int:
+    """With --export, after a run that graded (all: 0; some notebook could not be: 1), grades.csv by `nbgrader
+    export` (export.py): the run's status once written, else its failure's (the grades are all recorded: one
+    sentence, and the command that exports again); without, or after any other end, ``status``."""
+    if not getattr(args, "export", False) or status not in (0, EXIT_FAILED):
+        return status
+    again = resume_mod.command(getattr(args, "argv", None), force=False)
+    report.status("writing grades.csv (nbgrader export)")
+    from . import export  # (it imports nbgrader: loaded when a run exports, not when the grader loads)
+    try:
+        why = export.write(course.root, stop)
+    except Stopped:
+        print(f"Stopped by {stop.name()} while grades.csv was exported; every grade is recorded. Export again "
+              f"with: {again}", file=sys.stderr)
+        return stop.status()
+    if why:
+        print(f"Every grade is recorded, but grades.csv was not written: {why}. Export again with: {again}",
+              file=sys.stderr)
+        return EXIT_EXPORT
+    print(f"Exported the gradebook to {export.NAME} (nbgrader export).")
+    return status
+
+
+def _other_secrets(others: dict[str, int], key: bytes, argv: list[str] | None) -> str:
+    """Why a run refuses notebooks graded with another secret, and the two ways on (``argv``: as typed)."""
+    ranked = sorted(others.items(), key=lambda kv: -kv[1])
+    shown = (f"fingerprint {ranked[0][0]}" if len(ranked) == 1 else
+             "fingerprints " + ", ".join(f"{fp} ({n})" for fp, n in ranked))
+    return (f"the course secret changed: {sum(others.values())} of the notebooks asked for were graded with another "
+            f"secret ({shown}), not with {course_secret.path()} (fingerprint {course_secret.fingerprint(key)}). "
+            f"Graded again with this one, each would get other hidden inputs, and maybe another grade. If the secret "
+            f"was replaced by mistake, point ${course_secret.ENV} at the file of the one that graded them and run "
+            f"again: {resume_mod.command(argv)}; if on purpose, grade them again with this one: "
+            f"{resume_mod.command(argv, add=('--new-secret',))}")
 
 
 def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, stop: Stop, resume: str,
@@ -145,6 +201,8 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
                 continue
             job, result = arrival
             if "failed" not in result:
+                if job.get("notes"):  # (kept with the result: notes.csv describes the class, whichever run graded it)
+                    result["class_notes"] = job["notes"]
                 result = _record_or_stop(course, recorder, job, result, stop)
             if "failed" in result:
                 job["error"] = result["failed"]
@@ -255,8 +313,9 @@ def _stopped(backend, progress, why: str, results: list, plan: list[dict], resum
     progress.done()
     left = len(plan) - len(results)
     ended = ("the workers could not be told through the scheduler: each ends what it runs as it loses the "
-             "scheduler, or at the time limit" if running is None else f"of them {running} were running and were ended")
-    print(f"{why}. This run graded and recorded {len(results)} of {len(plan)} notebook(s); "
+             "scheduler, or at the time limit" if running is None else "none of them was running" if not running
+             else f"of them {running} were running and were ended")
+    print(f"{clause(why)}. This run graded and recorded {len(results)} of {len(plan)} notebook(s); "
           f"{left} were not ({ended}; nothing half-done is kept). Resume with: {resume}", file=sys.stderr, flush=True)
 
 
@@ -307,7 +366,7 @@ def _flush_quietly(course, recorder: Recorder, results: list, say: bool = True) 
         _flush_or_stop(course, recorder)
     except NotRecorded as err:
         if say:
-            print(f"The last results were not recorded: {err}; the next run grades them again.", file=sys.stderr)
+            print(f"The last results were not recorded: {clause(err)}; the next run grades them again.", file=sys.stderr)
     recorder.settle()
     lost = set(recorder.keys)  # queued, never committed: nobody reads a half-done record
     for student, name in lost:
@@ -326,7 +385,7 @@ def _not_recorded(err: BaseException, course) -> str:
         return (f"the gradebook database {_shown(course.db_url)} stopped answering ({err}: the server is frozen "
                 "or overloaded); check it")
     if isinstance(err, DBAPIError):
-        first = str(err.orig).strip().splitlines()[0] if str(err.orig).strip() else type(err.orig).__name__
+        first = clause(str(err.orig).strip().splitlines()[0]) if str(err.orig).strip() else type(err.orig).__name__
         return f"the gradebook database {_shown(course.db_url)} is unreachable or refused the write ({first})"
     return f"recording failed ({execute.sentence(err)})"
 

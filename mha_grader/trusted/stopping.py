@@ -1,6 +1,8 @@
 """How a grading run is stopped.
 
-SIGINT (ctrl-C) and SIGTERM ask the run to stop. :class:`Stop` is installed before the grader's
+SIGINT (ctrl-C), SIGTERM and SIGHUP (the terminal that started it was closed) ask the run to stop.
+A run started with SIGHUP ignored (``nohup``) keeps it ignored: it outlives its terminal, as asked;
+either way its lines are in the course's log (runlog.py). :class:`Stop` is installed before the grader's
 imports (which take seconds), so a stop is honoured from the first moment: while the run waits (for
 imports, the probe, planning, results, the database, the Dask scheduler) it is raised at once as
 :class:`Stopped`; anywhere else it is remembered and raised at the next safe point (``check``), so a
@@ -10,13 +12,18 @@ import signal
 from contextlib import contextmanager
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+NAMES = {signal.SIGINT: "ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM",
+         signal.SIGHUP: "SIGHUP (its terminal was closed)"}
+
+
 class Stopped(BaseException):
-    """A stop signal (SIGINT, SIGTERM) arrived: raised only where the run waits, never mid-record."""
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) arrived: raised only where the run waits, never mid-record."""
 
 
 class Stop:
-    """SIGINT and SIGTERM ask the run to stop. Raised as Stopped inside ``waiting()``, remembered
-    elsewhere (``check()`` raises it at the next safe point); a second signal changes nothing."""
+    """SIGINT, SIGTERM and SIGHUP (unless ignored) ask the run to stop. Raised as Stopped inside ``waiting()``,
+    remembered elsewhere (``check()`` raises it at the next safe point); a second signal changes nothing."""
 
     def __init__(self):
         self.signal: int | None = None
@@ -24,7 +31,8 @@ class Stop:
 
     @contextmanager
     def installed(self):
-        previous = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {s: signal.signal(s, self._handle) for s in SIGNALS
+                    if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN)}  # (nohup)
         try:
             yield self
         finally:
@@ -54,8 +62,8 @@ class Stop:
         return self.signal is not None
 
     def name(self) -> str:
-        return {signal.SIGINT: "ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}.get(self.signal, "a signal")
+        return NAMES.get(self.signal, "a signal")
 
     def status(self) -> int:
-        """The exit status of a run this stop ended: 128 + the signal (130 for ctrl-C, 143 for SIGTERM)."""
+        """The exit status of a run this stop ended: 128 + the signal (130 ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
         return 128 + (self.signal or signal.SIGINT)

@@ -18,6 +18,12 @@ HTML_CAP = 20000        # characters of one student-controlled text on a page
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def clause(text) -> str:
+    """A sentence (an error's message, another sentence of ours) as a clause to go inside another sentence: its
+    blank space and full stops at the end removed, so that it never reads "differs).; start" or ".."."""
+    return str(text).strip().rstrip(".").rstrip()
+
+
 def valid(text, cap: int) -> str:
     """``text`` as a str of valid Unicode (lone surrogates replaced), at most ``cap`` characters."""
     text = text if isinstance(text, str) else str(text)

@@ -59,10 +59,12 @@ def probe(private: list[str], readonly: list[str], unsafe: bool = False, limits:
     problems = []
     for report in reports:
         if isinstance(report, Exception):
-            return [f"the sandbox could not start: {report}"]
+            return [f"the sandbox could not start: {str(report).strip().rstrip('.') or type(report).__name__}"]
         checks = [r for r in report.records if isinstance(r, dict) and "check" in r]
         if not checks:
-            return [f"the sandbox could not start (exit status {report.returncode}): {report.stderr.strip()[:800]}"]
+            ended = "no exit status came back" if report.returncode is None else f"exit status {report.returncode}"
+            said = report.stderr.strip()[:800]
+            return [f"the sandbox could not start ({ended})" + (f": {said}" if said else "")]
         problems += [_problem(r["check"], r.get("detail", ""), r.get("fix", "")) for r in checks if not r.get("ok")]
     if not unsafe:
         problems += _outside_checks(reports, job, limits)

@@ -194,7 +194,7 @@ def grade(course: Path, *args: str, timeout: float = 900, rule: bool = True) -> 
 def course_files(course: Path) -> dict[str, str]:
     """sha256 of every course file a student must not change (not the grader's own outputs)."""
     import hashlib
-    outputs = {"autograded", "feedback", "gradebook.db", "class_report.html", ".grading.lock"}
+    outputs = {"autograded", "feedback", "gradebook.db", "class_report.html", ".grading.lock", "grading.log"}
     return {str(p.relative_to(course)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(course.rglob("*")) if p.is_file() and not p.is_symlink()
             and p.relative_to(course).parts[0] not in outputs and not p.name.endswith(".csv")}
