@@ -11,7 +11,9 @@ A value on the wire (``encode``/``decode``) is JSON with tagged objects:
 ``order``, a permutation P, the data are those of ``a.transpose(P)`` and the array is rebuilt as a
 transposed view: an argument that is a view reaches the student's function as one),
 ``{"$tensor": <array>}`` (a torch tensor), ``{"$tuple": [...]}``, ``{"$mha": {...}}`` (the
-weights of a ``torch.nn.MultiheadAttention``, handed to the student as :class:`MhaStandIn`),
+weights of a ``torch.nn.MultiheadAttention``, handed to the student as :class:`MhaStandIn`), ``{"$attn": {...}}``
+and ``{"$decoder": {...}}`` (exercise 6: the weights of one layer's attention and of a whole decoder of
+``mha_lib.decoder``, handed over as :class:`AttentionStandIn` and :class:`DecoderStandIn`),
 ``{"$other": type}``.
 
 Nothing here decides a grade or guards anything: what a call returns is judged outside, whether
@@ -412,18 +414,23 @@ def build_argument(spec, make_array=fresh_array, name: str = "argument"):
             return argument_tensor(torch.from_numpy(make_array(spec["$tensor"]["$array"])), name)
         if "$mha" in spec:
             return mha_stand_in(spec["$mha"], make_array)
+        if "$attn" in spec:
+            return attention_stand_in(spec["$attn"], make_array, name)
+        if "$decoder" in spec:
+            return decoder_stand_in(spec["$decoder"], make_array)
         raise ValueError(f"unknown argument {sorted(spec)[:3]}")
     return spec
 
 
 class _Unchangeable:
     """Attributes that cannot be set or deleted once made (the stand-ins below)."""
+    _argument_name = "mha"  # the argument a change would be named by
 
     def __setattr__(self, attribute, value):
-        _changed("mha", f"setting .{attribute}")
+        _changed(self._argument_name, f"setting .{attribute}")
 
     def __delattr__(self, attribute):
-        _changed("mha", f"deleting .{attribute}")
+        _changed(self._argument_name, f"deleting .{attribute}")
 
     def _make(self, **attributes):
         for attribute, value in attributes.items():
@@ -433,8 +440,9 @@ class _Unchangeable:
 class LinearStandIn(_Unchangeable):
     """``mha.out_proj``: ``weight`` (d_out, d_in), ``bias`` (d_out,), and a call that is ``F.linear``."""
 
-    def __init__(self, weight, bias):
-        self._make(weight=weight, bias=bias, out_features=weight.shape[0], in_features=weight.shape[1])
+    def __init__(self, weight, bias, name: str = "mha"):
+        self._make(weight=weight, bias=bias, out_features=weight.shape[0], in_features=weight.shape[1],
+                   _argument_name=name)
 
     def __call__(self, x):
         import torch
@@ -478,6 +486,108 @@ def mha_stand_in(spec: dict, make_array=fresh_array) -> MhaStandIn:
     weights = {k: argument_tensor(torch.from_numpy(make_array(v["$array"])), "mha")
                for k, v in spec["weights"].items()}
     return MhaStandIn(int(spec["embed_dim"]), int(spec["num_heads"]), weights)
+
+
+NOT_A_LAYER = ("{name} holds the weights of the course's decoder (mha_lib.decoder), nothing more: calling it would be "
+               "a ready-made answer, so here it computes nothing. Compute the attention yourself from its weights")
+
+
+class NormStandIn(_Unchangeable):
+    """A block's LayerNorm: ``weight``, ``bias`` (d_model,), ``eps``, and a call that is ``F.layer_norm``."""
+    _argument_name = "decoder"
+
+    def __init__(self, weight, bias, eps: float):
+        self._make(weight=weight, bias=bias, eps=eps, normalized_shape=(int(weight.shape[0]),))
+
+    def __call__(self, x):
+        import torch
+        return torch.nn.functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class FeedForwardStandIn(_Unchangeable):
+    """A block's feed-forward network: ``linear1`` (d_ff, d_model), ``linear2`` (d_model, d_ff), and a call
+    that is ``linear2(relu(linear1(x)))``."""
+    _argument_name = "decoder"
+
+    def __init__(self, linear1, linear2):
+        self._make(linear1=linear1, linear2=linear2)
+
+    def __call__(self, x):
+        import torch
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+class AttentionStandIn(_Unchangeable):
+    """What exercise 6 hands over as one decoder layer's attention (``mha_lib.decoder.CausalSelfAttention``
+    with g = h): ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` (each ``weight`` (d_out, d_in), ``bias``, and
+    callable as ``nn.Linear``), ``num_heads``, ``head_dim``, ``embed_dim``; a call computes nothing."""
+
+    def __init__(self, embed_dim: int, num_heads: int, projections: dict, name: str = "attn"):
+        self._make(embed_dim=embed_dim, num_heads=num_heads, num_kv_heads=num_heads,
+                   head_dim=embed_dim // num_heads, _argument_name=name, **projections)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(NOT_A_LAYER.format(name=self._argument_name))
+
+
+class BlockStandIn(_Unchangeable):
+    """One pre-norm decoder block: ``norm1``, ``self_attn`` (an :class:`AttentionStandIn`), ``norm2``,
+    ``feed_forward`` (with ``linear1``, ``linear2``); a call computes nothing."""
+    _argument_name = "decoder"
+
+    def __init__(self, **parts):
+        self._make(**parts)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(NOT_A_LAYER.format(name="decoder"))
+
+
+class DecoderStandIn(_Unchangeable):
+    """What exercise 6 hands over as the course's decoder (``mha_lib.decoder.Decoder``): ``layers`` (a tuple
+    of :class:`BlockStandIn`), ``norm`` (the final LayerNorm), ``num_heads``, ``embed_dim``; a call computes
+    nothing."""
+    _argument_name = "decoder"
+
+    def __init__(self, layers: tuple, norm: NormStandIn, num_heads: int, embed_dim: int):
+        self._make(layers=layers, norm=norm, num_heads=num_heads, embed_dim=embed_dim)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(NOT_A_LAYER.format(name="decoder"))
+
+
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
+
+
+def attention_stand_in(spec: dict, make_array=fresh_array, name: str = "attn") -> AttentionStandIn:
+    """The stand-in of an ``{"$attn": ...}`` argument (its weights: tensors over the memory ``make_array``
+    gives, named ``name`` when changed)."""
+    import torch
+
+    def tensor(key):
+        return argument_tensor(torch.from_numpy(make_array(spec["weights"][key]["$array"])), name)
+    projections = {p: LinearStandIn(tensor(f"{p}_weight"), tensor(f"{p}_bias"), name) for p in PROJECTIONS}
+    return AttentionStandIn(int(spec["embed_dim"]), int(spec["num_heads"]), projections, name)
+
+
+def decoder_stand_in(spec: dict, make_array=fresh_array) -> DecoderStandIn:
+    """The stand-in of a ``{"$decoder": ...}`` argument: ``spec`` holds ``eps``, ``norm`` ({weight, bias}) and
+    ``layers``, each {attn, norm1, norm2, linear1, linear2} (arrays as in :func:`attention_stand_in`)."""
+    import torch
+
+    def tensor(value):
+        return argument_tensor(torch.from_numpy(make_array(value["$array"])), "decoder")
+
+    def norm(part):
+        return NormStandIn(tensor(part["weight"]), tensor(part["bias"]), float(spec["eps"]))
+
+    def linear(part):
+        return LinearStandIn(tensor(part["weight"]), tensor(part["bias"]), "decoder")
+    layers = tuple(BlockStandIn(norm1=norm(layer["norm1"]), norm2=norm(layer["norm2"]),
+                                self_attn=attention_stand_in(layer["attn"], make_array, "decoder"),
+                                feed_forward=FeedForwardStandIn(linear(layer["linear1"]), linear(layer["linear2"])))
+                   for layer in spec["layers"])
+    first = spec["layers"][0]["attn"]
+    return DecoderStandIn(layers, norm(spec["norm"]), int(first["num_heads"]), int(first["embed_dim"]))
 
 
 def invoke(fn, names: list[str], specs: list, make_array=fresh_array) -> dict:

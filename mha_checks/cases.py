@@ -22,6 +22,50 @@ class MhaWeights:
 
 
 @dataclass(frozen=True)
+class AttnWeights:
+    """The weights of one causal self-attention layer of the course's decoder (``mha_lib.decoder.
+    CausalSelfAttention`` with g = h), NumPy in torch's layout: ``{q,k,v,out}_proj_{weight,bias}``,
+    each weight (d_model, d_model), each bias (d_model,)."""
+    embed_dim: int
+    num_heads: int
+    weights: dict = field(hash=False, repr=False)
+
+    def inner(self) -> dict:
+        return {"embed_dim": self.embed_dim, "num_heads": self.num_heads,
+                "weights": {k: calling.encode_array(v) for k, v in self.weights.items()}}
+
+    def spec(self) -> dict:
+        return {"$attn": self.inner()}
+
+
+@dataclass(frozen=True)
+class DecoderWeights:
+    """The weights of a pre-norm decoder of the course (``mha_lib.decoder.Decoder``, g = h): ``layers``, each
+    a dict of ``attn`` (:class:`AttnWeights`), ``norm1_weight``, ``norm1_bias``, ``norm2_weight``, ``norm2_bias``,
+    ``linear1_weight`` (d_ff, d_model), ``linear1_bias``, ``linear2_weight`` (d_model, d_ff), ``linear2_bias``;
+    ``final``: the last LayerNorm's {weight, bias}; ``eps``: the LayerNorms' epsilon."""
+    layers: tuple = field(hash=False, repr=False)
+    final: dict = field(hash=False, repr=False)
+    eps: float = 1e-5
+
+    @property
+    def num_heads(self) -> int:
+        return self.layers[0]["attn"].num_heads
+
+    @property
+    def embed_dim(self) -> int:
+        return self.layers[0]["attn"].embed_dim
+
+    def spec(self) -> dict:
+        def pair(d, name):
+            return {"weight": calling.encode_array(d[f"{name}_weight"]), "bias": calling.encode_array(d[f"{name}_bias"])}
+        layers = [{"attn": layer["attn"].inner(), **{n: pair(layer, n) for n in ("norm1", "norm2", "linear1", "linear2")}}
+                  for layer in self.layers]
+        return {"$decoder": {"eps": self.eps, "layers": layers,
+                             "norm": {k: calling.encode_array(v) for k, v in self.final.items()}}}
+
+
+@dataclass(frozen=True)
 class Case:
     """One call of a student's function and how its result is checked.
 
@@ -48,7 +92,7 @@ def causal_of(case: Case) -> bool:
 
 
 def _spec(value):
-    if isinstance(value, MhaWeights):
+    if isinstance(value, MhaWeights | AttnWeights | DecoderWeights):
         return value.spec()
     if isinstance(value, calling.Tensor):
         return {"$tensor": calling.encode_array(np.asarray(value), keep_layout=True)}

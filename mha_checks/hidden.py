@@ -23,7 +23,7 @@ notebook's hidden cases run in well under a second.
 import numpy as np
 
 from . import calling
-from .cases import Case, MhaWeights
+from .cases import AttnWeights, Case, DecoderWeights, MhaWeights
 
 GRADE_CELLS = {
     "test_project_values": "01_project", "test_project_bias": "01_project", "test_fuse_heads": "01_project",
@@ -396,3 +396,267 @@ def hidden_cases(grade_id: str, rng: np.random.Generator) -> list[Case]:
     if grade_id not in MAKERS:
         raise KeyError(f"no hidden cases for grade cell {grade_id!r}")
     return MAKERS[grade_id](rng)
+
+
+# --- exercises 6 and 7: the decoder's attention ------------------------------------------------------------
+#
+# Kinds of input (KINDS below) and how each cell's calls draw them. Sizes all different within each
+# discriminating call, lengths never reused within a cell, and both float32 and float64 in every cell (the
+# prompts allow any float dtype: the answer is held to its own dtype's tolerance). A 4-d tensor that is a view
+# is read from a (B, T, h, d) buffer, as a split into heads leaves it; a 3-d one from a (T, B, d) buffer.
+
+DECODER_CELLS = {
+    "test_causal_attention_square": "06_kv_cache", "test_causal_attention_last": "06_kv_cache",
+    "test_decode_step_empty_cache": "06_kv_cache", "test_decode_step_cached": "06_kv_cache",
+    "test_generate_one_layer": "06_kv_cache", "test_generate": "06_kv_cache",
+    "test_repeat_kv": "07_grouped_query", "test_gqa_shapes": "07_grouped_query",
+    "test_gqa_values": "07_grouped_query", "test_gqa_causal": "07_grouped_query",
+}
+GRADE_CELLS.update(DECODER_CELLS)
+NAMES.update({"causal_attention": ("q", "k", "v"), "decode_step": ("x", "cache", "attn"),
+              "generate": ("prompt", "decoder", "steps"), "repeat_kv": ("x", "num_heads"),
+              "grouped_query_attention": ("q", "k", "v", "causal")})
+_DTYPES = {"float32": "inputs and weights in float32", "float64": "inputs and weights in float64"}
+_ONES = {"B=1": "a batch of one", "h=1": "one head", "d_k=1": "heads of width one"}
+KINDS.update({
+    "test_causal_attention_square": {**_DTYPES, **_ONES, "T_q=T_k": "as many queries as keys (exercise 5's mask)",
+                                     "T=1": "one position", "view": "q, k, v are transposed views",
+                                     "d_v=1": "values of width one",
+                                     "worked example": "the prompt's first worked example, with its stated answer"},
+    "test_causal_attention_last": {**_DTYPES, **_ONES, "T_q<T_k": "fewer queries than keys: the last positions",
+                                   "T_q=1": "one query, the newest position (a decode step)",
+                                   "T_k=1": "one key (and so one query)", "view": "q, k, v are transposed views",
+                                   "worked example": "the prompt's second worked example, with its stated answer"},
+    "test_decode_step_empty_cache": {**_DTYPES, **_ONES, "empty cache": "a cache of 0 positions (a prompt)",
+                                     "T_new=1": "a prompt of one position", "view": "x is a transposed view"},
+    "test_decode_step_cached": {**_DTYPES, **_ONES, "T_new=1": "one new position (a decode step)",
+                                "T_new>1": "several new positions at once", "T_cached=1": "one cached position",
+                                "view": "x and the cache are transposed views"},
+    "test_generate_one_layer": {**_DTYPES, **_ONES, "one layer": "a decoder of one block",
+                                "T_p=1": "a prompt of one vector", "steps=1": "one step: the prompt's output alone"},
+    "test_generate": {**_DTYPES, "B=1": "a batch of one", "h=1": "one head", "layers>1": "several blocks",
+                      "T_p=1": "a prompt of one vector", "steps=1": "one step: the prompt's output alone"},
+    "test_repeat_kv": {**_DTYPES, "1<g<h": "grouped: several groups, several heads each", "g=1": "one group "
+                       "(multi-query)", "g=h": "a group per head (multi-head)", "B=1": "a batch of one",
+                       "T=1": "one position", "d=1": "width one", "view": "x is a transposed view",
+                       "worked example": "the prompt's worked example, with its stated answer"},
+})
+_GROUPS = {"1<g<h": "grouped-query", "g=1": "multi-query", "g=h": "multi-head"}
+KINDS.update({
+    "test_gqa_shapes": {**_DTYPES, **_GROUPS, "causal": "causal=True", "not causal": "causal=False",
+                        "causal omitted": "causal left at its default, False", "T_q<T_k": "", "T_q>T_k": "not causal",
+                        "T_q=1": "one query", "T_k=1": "one key"},
+    "test_gqa_values": {**_DTYPES, **_GROUPS, **_ONES, "not causal": "causal=False",
+                        "causal omitted": "causal left at its default, False", "T_q<T_k": "", "T_q>T_k": "",
+                        "T_q=1": "one query", "view": "q, k, v are transposed views"},
+    "test_gqa_causal": {**_DTYPES, **_GROUPS, "B=1": "a batch of one", "d_k=1": "heads of width one",
+                        "T_q=T_k": "", "T_q<T_k": "the queries are the last positions", "T_q=1": "one query",
+                        "view": "q, k, v are transposed views",
+                        "worked example": "the prompt's worked example, with its stated answer"},
+})
+
+
+def _tensor_of(rng, shape, dtype, strided: bool = False) -> calling.Tensor:
+    """A tensor argument; ``strided``: a transposed view (4-d: of a (B, T, h, d) buffer; 3-d: (T, B, d))."""
+    x = rng.normal(size=shape).astype(dtype)
+    if strided:
+        x = view(x, (0, 2, 1, 3) if x.ndim == 4 else (1, 0, 2))
+    return calling.Tensor(x)
+
+
+def _draw(rng, ranges: dict, fixed: dict, seen: set, lengths: tuple, products=(), accept=lambda s: True) -> dict:
+    """Sizes named as ``ranges``' keys, all different but the fixed ones, the ``lengths`` none of ``seen``
+    (then added to it, but 1); ``accept`` may refuse a draw."""
+    names = list(ranges)
+    spans = [(fixed[n], fixed[n]) if n in fixed else ranges[n] for n in names]
+    idx = [(names.index(a), names.index(b)) for a, b in products]
+    while True:
+        drawn = dict(zip(names, sizes(rng, spans, tuple(idx), avoid={names.index(n): seen for n in lengths})))
+        if accept(drawn):
+            seen.update(drawn[n] for n in lengths if drawn[n] > 1)
+            return drawn
+
+
+def causal_attention_case(rng, dtype, order: str, seen: set, fixed: dict | None = None, strided: bool = False):
+    """q (B, h, T_q, d_k), k (B, h, T_k, d_k), v (B, h, T_k, d_v); ``order`` "=" (T_q = T_k) or "<"."""
+    fixed = dict(fixed or {})
+    if order == "=":
+        if "T" in fixed:
+            fixed["T_q"] = fixed["T_k"] = fixed.pop("T")
+        ranges = {"B": (2, 3), "h": (2, 4), "T_q": (2, 12), "d_k": (2, 5), "d_v": (2, 6)}
+        s = _draw(rng, ranges, fixed, seen, ("T_q",))
+        s["T_k"] = s["T_q"]
+    else:
+        ranges = {"B": (2, 3), "h": (2, 4), "T_q": (2, 8), "T_k": (3, 14), "d_k": (2, 5), "d_v": (2, 6)}
+        s = _draw(rng, ranges, fixed, seen, ("T_q", "T_k"),
+                  accept=lambda d: (d["T_q"] < d["T_k"] or "T_k" in fixed and d["T_q"] <= d["T_k"])
+                  and (d["T_k"] - d["T_q"] >= 2 or {"T_q", "T_k"} & set(fixed)))
+    b, h, t_q, t_k, d_k, d_v = (s[n] for n in ("B", "h", "T_q", "T_k", "d_k", "d_v"))
+    return Case("causal_attention", NAMES["causal_attention"],
+                (_tensor_of(rng, (b, h, t_q, d_k), dtype, strided), _tensor_of(rng, (b, h, t_k, d_k), dtype, strided),
+                 _tensor_of(rng, (b, h, t_k, d_v), dtype, strided)))
+
+
+def causal_attention_worked(order: str) -> Case:
+    """The prompts' worked examples: q = k = 0 (every allowed key gets the same weight), v = arange."""
+    t_q, t_k = (3, 3) if order == "=" else (2, 4)
+    f = np.float32
+    q, k = np.zeros((1, 1, t_q, 2), f), np.zeros((1, 1, t_k, 2), f)
+    v = np.arange(2.0 * t_k, dtype=f).reshape(1, 1, t_k, 2)
+    allowed = np.tril(np.ones((t_q, t_k)), t_k - t_q)
+    weights = allowed / allowed.sum(-1, keepdims=True)
+    return Case("causal_attention", NAMES["causal_attention"], tuple(calling.Tensor(a) for a in (q, k, v)),
+                expected=((weights @ v[0, 0])[None, None], weights[None, None]))
+
+
+def random_attn(rng, d_model: int, h: int, dtype) -> AttnWeights:
+    """One decoder layer's attention weights (W^Q, W^K, W^V, W^O as (d_out, d_in)), biases random too."""
+    scale = 1 / np.sqrt(d_model)
+    return AttnWeights(d_model, h, {f"{p}_{w}": (rng.normal(size=(d_model, d_model) if w == "weight" else d_model)
+                                                 * scale).astype(dtype)
+                                    for p in ("q_proj", "k_proj", "v_proj", "out_proj") for w in ("weight", "bias")})
+
+
+def decode_step_case(rng, dtype, cached: bool, seen: set, fixed: dict | None = None, strided: bool = False) -> Case:
+    """x (B, T_new, d_model), cache (keys, values) (B, h, T_cached, d_k) each (T_cached = 0: an empty cache)."""
+    fixed = dict(fixed or {})
+    ranges = {"B": (2, 3), "T_new": (2, 12), "T_cached": (2, 16) if cached else (0, 0), "h": (2, 4), "d_k": (2, 5)}
+    if not cached:
+        fixed["T_cached"] = 0
+    s = _draw(rng, ranges, fixed, seen, ("T_new", "T_cached") if cached else ("T_new",), products=(("h", "d_k"),))
+    b, t_new, t_c, h, d_k = (s[n] for n in ("B", "T_new", "T_cached", "h", "d_k"))
+    x = _tensor_of(rng, (b, t_new, h * d_k), dtype, strided)
+    cache = [_tensor_of(rng, (b, h, t_c, d_k), dtype, strided and t_c > 1) for _ in range(2)]
+    return Case("decode_step", NAMES["decode_step"], (x, cache, random_attn(rng, h * d_k, h, dtype)))
+
+
+def random_decoder(rng, layers: int, d_model: int, h: int, d_ff: int, dtype) -> DecoderWeights:
+    """A pre-norm decoder's weights: every bias and every LayerNorm scale and offset random."""
+    def norm(prefix):
+        return {f"{prefix}_weight": (1 + 0.3 * rng.normal(size=d_model)).astype(dtype),
+                f"{prefix}_bias": (0.3 * rng.normal(size=d_model)).astype(dtype)}
+
+    def linear(prefix, d_out, d_in):
+        return {f"{prefix}_weight": (rng.normal(size=(d_out, d_in)) / np.sqrt(d_in)).astype(dtype),
+                f"{prefix}_bias": (0.3 * rng.normal(size=d_out)).astype(dtype)}
+    blocks = tuple({"attn": random_attn(rng, d_model, h, dtype), **norm("norm1"), **norm("norm2"),
+                    **linear("linear1", d_ff, d_model), **linear("linear2", d_model, d_ff)} for _ in range(layers))
+    final = {k.split("_", 1)[1]: v for k, v in norm("final").items()}
+    return DecoderWeights(blocks, final)
+
+
+def generate_case(rng, dtype, seen: set, fixed: dict | None = None) -> Case:
+    """prompt (B, T_p, d_model), a decoder of ``layers`` blocks, ``steps`` vectors to generate."""
+    ranges = {"B": (2, 3), "T_p": (2, 7), "steps": (2, 7), "layers": (2, 3), "h": (2, 5), "d_k": (2, 6)}
+    s = _draw(rng, ranges, fixed or {}, seen, ("T_p",), products=(("h", "d_k"),))
+    d_model = s["h"] * s["d_k"]
+    prompt = _tensor_of(rng, (s["B"], s["T_p"], d_model), dtype)
+    decoder = random_decoder(rng, s["layers"], d_model, s["h"], int(rng.integers(3, 10)), dtype)
+    return Case("generate", NAMES["generate"], (prompt, decoder, s["steps"]))
+
+
+def repeat_kv_case(rng, dtype, seen: set, fixed: dict | None = None, strided: bool = False) -> Case:
+    """x (B, g, T, d), num_heads h = g * r."""
+    fixed = dict(fixed or {})
+    ranges = {"B": (2, 3), "g": (2, 4), "r": (2, 4), "T": (2, 9), "d": (2, 6)}
+    s = _draw(rng, ranges, fixed, seen, ("T",), products=(("g", "r"),),
+              accept=lambda d: len({d["B"], d["g"] * d["r"], d["T"], d["d"]}) == 4 or bool(fixed))
+    x = _tensor_of(rng, (s["B"], s["g"], s["T"], s["d"]), dtype, strided)
+    return Case("repeat_kv", NAMES["repeat_kv"], (x, s["g"] * s["r"]))
+
+
+def gqa_case(rng, dtype, causal: bool | None, order: str, seen: set, fixed: dict | None = None,
+             strided: bool = False, check: str = "values") -> Case:
+    """q (B, h, T_q, d_k), k (B, g, T_k, d_k), v (B, g, T_k, d_v), h = g * r; ``order`` how T_q compares with
+    T_k ("<", ">" or "="); ``causal=None``: left out."""
+    fixed = dict(fixed or {})
+    ranges = {"B": (2, 3), "g": (2, 4), "r": (2, 4), "T_q": (2, 14), "T_k": (2, 14), "d_k": (2, 6), "d_v": (2, 7)}
+    if order == "=":
+        ranges.pop("T_k")
+
+    def accept(d):
+        t_q, t_k = d["T_q"], d.get("T_k", d["T_q"])
+        h = d["g"] * d["r"]
+        ok = {"<": t_q < t_k, ">": t_q > t_k, "=": True}[order]
+        apart = abs(t_k - t_q) >= 2 or order == "=" or {"T_q", "T_k"} & set(fixed)
+        distinct = fixed or len({d["B"], h, d["g"], t_q, t_k, d["d_k"], d["d_v"]}) == 7 - (order == "=")
+        return ok and apart and distinct and (d["r"] != d["g"] or "r" in fixed or "g" in fixed)
+    s = _draw(rng, ranges, fixed, seen, ("T_q",) if order == "=" else ("T_q", "T_k"), products=(("g", "r"),),
+              accept=accept)
+    t_k = s.get("T_k", s["T_q"])
+    b, g, h, t_q, d_k, d_v = s["B"], s["g"], s["g"] * s["r"], s["T_q"], s["d_k"], s["d_v"]
+    args = (_tensor_of(rng, (b, h, t_q, d_k), dtype, strided), _tensor_of(rng, (b, g, t_k, d_k), dtype, strided),
+            _tensor_of(rng, (b, g, t_k, d_v), dtype, strided))
+    return Case("grouped_query_attention", NAMES["grouped_query_attention"],
+                args + (() if causal is None else (causal,)), check)
+
+
+def gqa_worked() -> Case:
+    """The prompt's worked example: h = 2 heads, g = 1 group, q = k = 0, v = arange, causal, T_q = 2 < T_k = 3."""
+    f = np.float32
+    q, k = np.zeros((1, 2, 2, 2), f), np.zeros((1, 1, 3, 2), f)
+    v = np.arange(6.0, dtype=f).reshape(1, 1, 3, 2)
+    weights = np.array([[1 / 2, 1 / 2, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+    out = weights @ v[0, 0]
+    return Case("grouped_query_attention", NAMES["grouped_query_attention"],
+                (*(calling.Tensor(a) for a in (q, k, v)), True),
+                expected=(np.broadcast_to(out, (1, 2, 2, 2)).copy(), np.broadcast_to(weights, (1, 2, 2, 3)).copy()))
+
+
+REPEAT_WORKED = Case("repeat_kv", ("x", "num_heads"), (calling.Tensor(np.array([1.0, 2.0], np.float32).reshape(1, 2, 1, 1)), 4),
+                     expected=np.array([1.0, 1.0, 2.0, 2.0]).reshape(1, 4, 1, 1))
+F32, F64 = np.float32, np.float64
+
+
+def _calls(maker, calls: list[dict], extra: list | None = None) -> list[Case]:
+    """One cell's calls, sharing the lengths already used (``seen``), then its fixed cases."""
+    seen: set = set()
+    return [maker(seen=seen, **c) for c in calls] + (extra or [])
+
+
+MAKERS.update({
+    "test_causal_attention_square": lambda rng: _calls(lambda **k: causal_attention_case(rng, order="=", **k), [
+        {"dtype": F32}, {"dtype": F64, "strided": True}, {"dtype": F32},
+        {"dtype": F64, "fixed": {"B": 1, "h": 1}}, {"dtype": F32, "fixed": {"T": 1, "d_k": 1}},
+        {"dtype": F64, "fixed": {"d_v": 1}}], [causal_attention_worked("=")]),
+    "test_causal_attention_last": lambda rng: _calls(lambda **k: causal_attention_case(rng, order="<", **k), [
+        {"dtype": F32}, {"dtype": F64, "strided": True}, {"dtype": F32},
+        {"dtype": F64, "fixed": {"T_q": 1}}, {"dtype": F32, "fixed": {"T_q": 1, "T_k": 1, "B": 1, "h": 1}},
+        {"dtype": F64, "fixed": {"d_k": 1}}], [causal_attention_worked("<")]),
+    "test_decode_step_empty_cache": lambda rng: _calls(lambda **k: decode_step_case(rng, cached=False, **k), [
+        {"dtype": F32}, {"dtype": F64, "strided": True}, {"dtype": F32},
+        {"dtype": F64, "fixed": {"T_new": 1, "B": 1}}, {"dtype": F32, "fixed": {"h": 1}},
+        {"dtype": F64, "fixed": {"d_k": 1}}]),
+    "test_decode_step_cached": lambda rng: _calls(lambda **k: decode_step_case(rng, cached=True, **k), [
+        {"dtype": F32}, {"dtype": F64, "strided": True}, {"dtype": F32},
+        {"dtype": F32, "fixed": {"T_new": 1}}, {"dtype": F64, "fixed": {"T_new": 1, "B": 1, "h": 1}},
+        {"dtype": F32, "fixed": {"T_cached": 1, "d_k": 1}}]),
+    "test_generate_one_layer": lambda rng: _calls(lambda **k: generate_case(rng, **k), [
+        {"dtype": F32, "fixed": {"layers": 1}}, {"dtype": F64, "fixed": {"layers": 1}},
+        {"dtype": F32, "fixed": {"layers": 1, "T_p": 1, "B": 1}}, {"dtype": F64, "fixed": {"layers": 1, "steps": 1,
+                                                                                            "h": 1}},
+        {"dtype": F32, "fixed": {"layers": 1, "d_k": 1}}]),
+    "test_generate": lambda rng: _calls(lambda **k: generate_case(rng, **k), [
+        {"dtype": F64}, {"dtype": F32}, {"dtype": F64, "fixed": {"T_p": 1, "h": 1}},
+        {"dtype": F32, "fixed": {"steps": 1, "B": 1}}]),
+    "test_repeat_kv": lambda rng: _calls(lambda **k: repeat_kv_case(rng, **k), [
+        {"dtype": F32}, {"dtype": F64, "strided": True}, {"dtype": F32},
+        {"dtype": F64, "fixed": {"g": 1, "B": 1}}, {"dtype": F32, "fixed": {"r": 1, "T": 1}},
+        {"dtype": F64, "fixed": {"d": 1}}], [REPEAT_WORKED]),
+    "test_gqa_shapes": lambda rng: _calls(lambda **k: gqa_case(rng, check="shape", **k), [
+        {"dtype": F32, "causal": False, "order": ">"}, {"dtype": F64, "causal": True, "order": "<"},
+        {"dtype": F32, "causal": None, "order": "<"},
+        {"dtype": F64, "causal": True, "order": "<", "fixed": {"g": 1, "T_q": 1}},
+        {"dtype": F32, "causal": False, "order": "=", "fixed": {"r": 1, "T_q": 1}},
+        {"dtype": F64, "causal": False, "order": ">", "fixed": {"T_k": 1}}]),
+    "test_gqa_values": lambda rng: _calls(lambda **k: gqa_case(rng, **k), [
+        {"dtype": F32, "causal": False, "order": "<"}, {"dtype": F64, "causal": False, "order": ">", "strided": True},
+        {"dtype": F32, "causal": None, "order": "<"},
+        {"dtype": F64, "causal": False, "order": "<", "fixed": {"g": 1, "B": 1}},
+        {"dtype": F32, "causal": None, "order": ">", "fixed": {"r": 1, "d_k": 1}},
+        {"dtype": F64, "causal": False, "order": "<", "fixed": {"g": 1, "r": 1, "T_q": 1}}]),
+    "test_gqa_causal": lambda rng: _calls(lambda **k: gqa_case(rng, causal=True, **k), [
+        {"dtype": F32, "order": "<"}, {"dtype": F64, "order": "=", "strided": True}, {"dtype": F32, "order": "<"},
+        {"dtype": F64, "order": "<", "fixed": {"T_q": 1, "g": 1}}, {"dtype": F32, "order": "=", "fixed": {"r": 1, "B": 1}},
+        {"dtype": F64, "order": "<", "fixed": {"d_k": 1}}], [gqa_worked()]),
+})

@@ -17,7 +17,7 @@ import textwrap
 import numpy as np
 
 from . import admission, calling
-from .cases import Case, MhaWeights
+from .cases import AttnWeights, Case, DecoderWeights, MhaWeights
 from .hidden import NAMES
 from .judge import judge
 
@@ -91,6 +91,12 @@ def _brief(value) -> str:
     """An argument as a pass line names it: an array by its shape, a module by its sizes."""
     if hasattr(value, "in_proj_weight"):
         return f"MultiheadAttention({value.embed_dim}, {value.num_heads})"
+    if hasattr(value, "layers") and hasattr(value, "norm"):
+        return f"<decoder of {len(value.layers)} blocks>"
+    if hasattr(value, "q_proj"):
+        return f"<attention {value.embed_dim}, {value.num_heads} heads>"
+    if isinstance(value, tuple | list) and len(value) == 2 and all(hasattr(v, "shape") for v in value):
+        return f"({_brief(value[0])}, {_brief(value[1])})"
     shape = getattr(value, "shape", None)
     return f"<array {tuple(shape)}>" if shape is not None else repr(value)
 
@@ -109,15 +115,43 @@ def cell_source(fn) -> str:
         return ""
 
 
+def _numpy(t) -> np.ndarray:
+    return t.detach().cpu().numpy().copy()
+
+
+def _attn_weights(attn) -> AttnWeights:
+    """Exercise 6's attention (a stand-in or an ``mha_lib.decoder.CausalSelfAttention``) as its weights."""
+    return AttnWeights(int(attn.embed_dim), int(attn.num_heads),
+                       {f"{p}_{w}": _numpy(getattr(getattr(attn, p), w)) for p in calling.PROJECTIONS
+                        for w in ("weight", "bias")})
+
+
+def _decoder_weights(decoder) -> DecoderWeights:
+    """Exercise 6's decoder (a stand-in or an ``mha_lib.decoder.Decoder``) as its weights."""
+    def pair(module, name):
+        return {f"{name}_weight": _numpy(module.weight), f"{name}_bias": _numpy(module.bias)}
+    layers = []
+    for block in decoder.layers:
+        ff = getattr(block, "feed_forward", block)  # the stand-in's feed_forward holds linear1, linear2
+        layers.append({"attn": _attn_weights(block.self_attn), **pair(block.norm1, "norm1"),
+                       **pair(block.norm2, "norm2"), **pair(ff.linear1, "linear1"), **pair(ff.linear2, "linear2")})
+    return DecoderWeights(tuple(layers), {"weight": _numpy(decoder.norm.weight), "bias": _numpy(decoder.norm.bias)},
+                          float(decoder.norm.eps))
+
+
 def plain(value):
     """A notebook value as a Case argument: arrays stay, tensors are marked, a module becomes its weights."""
+    if hasattr(value, "layers") and hasattr(value, "norm"):
+        return _decoder_weights(value)
+    if hasattr(value, "q_proj") and hasattr(value, "out_proj"):
+        return _attn_weights(value)
     if hasattr(value, "in_proj_weight") and hasattr(value, "out_proj"):
         w = {"in_proj_weight": value.in_proj_weight, "in_proj_bias": value.in_proj_bias,
              "out_proj_weight": value.out_proj.weight, "out_proj_bias": value.out_proj.bias}
         return MhaWeights(value.embed_dim, value.num_heads, {k: v.detach().cpu().numpy().copy() for k, v in w.items()})
     if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
         return calling.Tensor(value.detach().cpu().numpy().copy(order="K"))  # a transposed view stays one
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):  # a list of heads, or exercise 6's cache (keys, values)
         return [plain(v) for v in value]
     return value
 
@@ -179,3 +213,25 @@ def worked_example_mha():
         mha.out_proj.weight.copy_(torch.eye(4))
         mha.out_proj.bias.copy_(torch.tensor([0.5, -0.5, 1.0, -1.0]))
     return mha.eval()
+
+
+def small_decoder(layers: int, d_model: int, num_heads: int, d_ff: int, seed: int, dtype=None):
+    """Exercise 6's decoder: the course's own ``mha_lib.decoder.Decoder`` with every weight, bias and
+    LayerNorm parameter random (so that a forgotten bias or norm shows), handed over as the grader hands
+    it: its weights, read-only, with ``layers[i].norm1 / self_attn / norm2 / feed_forward`` and ``norm``
+    callable, and nothing that computes attention. Seeds torch, for the inputs after."""
+    import torch
+    from mha_lib.decoder import Decoder
+    torch.manual_seed(seed)
+    decoder = Decoder(layers, d_model, num_heads, d_ff).to(dtype or torch.float32).eval()
+    with torch.no_grad():
+        for name, p in decoder.named_parameters():
+            if p.dim() == 1:  # biases, and the LayerNorms' scales (1 + noise) and offsets
+                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.3 * torch.randn_like(p))
+    return calling.build_argument(_decoder_weights(decoder).spec())
+
+
+def small_attention(d_model: int, num_heads: int, seed: int, dtype=None):
+    """One layer's attention of the course's decoder (``mha_lib.decoder.CausalSelfAttention``), biases random,
+    handed over as the grader hands it (its weights; calling it computes nothing). Seeds torch."""
+    return small_decoder(1, d_model, num_heads, 2 * d_model, seed, dtype).layers[0].self_attn

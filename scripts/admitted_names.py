@@ -13,7 +13,7 @@ the module itself; a name is admitted unless it falls in one of the FAMILIES bel
 reason it is left out (the rule quotes that reason when it refuses the name). The attributes a value
 may have are the public attributes of the types a graded function handles (VALUE_TYPES: tensors,
 arrays, their scalars, dtypes and devices, sizes, named tuples, generators, containers, strings,
-numbers, torch's layers and the exercise-5 stand-in), by the same families. Small standard-library
+numbers, torch's layers and the exercises' stand-ins of exercises 5 and 6), by the same families. Small standard-library
 modules are admitted by short lists written here (STDLIB), since only a few of their names are
 maths. Modules themselves are never members: a submodule is admitted by an entry of its own.
 """
@@ -304,6 +304,8 @@ def value_types() -> dict[str, list]:
     """Kinds of values a graded function handles -> their types or sample instances."""
     stand_in = calling.MhaStandIn(4, 2, {k: torch.zeros(4, 4) for k in ("in_proj_weight", "in_proj_bias",
                                                                        "out_proj_weight", "out_proj_bias")})
+    decoder = _decoder_stand_in()
+    block = decoder.layers[0]
     return {
         "tensors": [torch.Tensor, nn.Parameter],
         "arrays and their scalars": [np.ndarray, np.generic, np.float64, np.int64, np.bool_, np.ufunc, np.flatiter],
@@ -317,7 +319,20 @@ def value_types() -> dict[str, list]:
                         __import__("collections").defaultdict, __import__("collections").Counter],
         "layers": [nn.Module] + _layers() + _layer_instances(),
         "the exercise-5 stand-in": [stand_in, stand_in.out_proj],
+        "the exercise-6 stand-ins (the course decoder's weights)": [
+            decoder, decoder.norm, block, block.self_attn, block.self_attn.q_proj, block.feed_forward],
     }
+
+
+def _decoder_stand_in():
+    """Exercise 6's decoder as the graded functions receive it (mha_checks.calling.decoder_stand_in), one block."""
+    def pair(*shape):
+        return {"weight": calling.encode_array(np.zeros(shape)), "bias": calling.encode_array(np.zeros(shape[0]))}
+    attn = {"embed_dim": 4, "num_heads": 2, "weights": {f"{p}_{w}": calling.encode_array(np.zeros((4, 4) if w ==
+                                                                                                 "weight" else 4))
+                                                        for p in calling.PROJECTIONS for w in ("weight", "bias")}}
+    layer = {"attn": attn, "norm1": pair(4), "norm2": pair(4), "linear1": pair(6, 4), "linear2": pair(4, 6)}
+    return calling.decoder_stand_in({"eps": 1e-5, "layers": [layer], "norm": pair(4)})
 
 
 def value_attributes() -> tuple[list[str], dict[str, list[str]]]:

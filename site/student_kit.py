@@ -3,7 +3,7 @@
 ``make book`` (through the ``course_site`` extension) writes ``downloads/mha-student-kit.zip``
 into the site. The zip holds one folder, ``mha-student-kit/``, with
 
-* ``exercises/``: the five released notebooks (``exercises/mha/*.ipynb``, no solutions);
+* ``exercises/``: the seven released notebooks (``exercises/mha/*.ipynb``, no solutions);
 * the course library as a wheel, built from ``pyproject.toml`` (every package it lists);
 * ``requirements-student.txt``: exact pins, taken from the environment that built the site, of
   the packages a student needs (NumPy, PyTorch, Matplotlib, JupyterLab, nbgrader, ipykernel);
@@ -67,7 +67,7 @@ _NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "_build", ".cache", "build
 HOWTO = """\
 # Multi-head attention: the student kit
 
-This folder is all you need for the course's five graded exercises, on your own computer, with
+This folder is all you need for the course's seven graded exercises, on your own computer, with
 no server and no account. You need Python 3.11 or newer. Open a terminal in this folder and type
 the commands of your system, in this order.
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mha_checks import calling, hidden, visible
-from mha_checks.cases import MhaWeights, causal_of
+from mha_checks.cases import AttnWeights, DecoderWeights, MhaWeights, causal_of
 from mha_checks.diagnosis import SPECS
 from mha_grader.trusted import secret
 
@@ -22,20 +22,31 @@ DISCRIMINATING = {"test_project_values": 4, "test_project_bias": 4, "test_fuse_h
                   "test_split_heads_shape": 4, "test_split_heads_values": 3, "test_merge_heads_shape": 4,
                   "test_merge_heads_values": 4, "test_output_projection_values": 3, "test_output_projection_bias": 3,
                   "test_output_projection_per_head": 3, "test_mha_shapes": 3, "test_mha_weights": 3,
-                  "test_mha_self_attention": 3, "test_mha_causal": 3, "test_mha_cross": 4}
+                  "test_mha_self_attention": 3, "test_mha_causal": 3, "test_mha_cross": 4,
+                  "test_causal_attention_square": 3, "test_causal_attention_last": 3,
+                  "test_decode_step_empty_cache": 3, "test_decode_step_cached": 3, "test_generate_one_layer": 2,
+                  "test_generate": 2, "test_repeat_kv": 3, "test_gqa_shapes": 3, "test_gqa_values": 3,
+                  "test_gqa_causal": 3}
+DECODER = set(hidden.DECODER_CELLS)  # exercises 6 and 7: float32 and float64 both drawn in every cell
+VIEWS |= {"test_causal_attention_square", "test_causal_attention_last", "test_decode_step_empty_cache",
+          "test_decode_step_cached", "test_repeat_kv", "test_gqa_values", "test_gqa_causal"}
 # the prompts' worked examples, typed here from the notebooks (solutions/mha/*.ipynb), not from hidden.py
 WORKED = {"project": np.array([[[1.0, 2.0, 3.0]]]), "output_projection": np.array([[[1.0, 2.0, 3.0, 4.0]]]),
           "fuse_heads": np.array([[1.0, 2.0], [3.0, 4.0]]), "split_heads": np.arange(8.0).reshape(1, 2, 4),
           "merge_heads": np.arange(8.0).reshape(1, 2, 2, 2),
           "output_projection_per_head": np.array([[[[1.0, 2.0]], [[3.0, 4.0]]]]),
-          "multi_head_attention": np.arange(1.0, 13.0).reshape(1, 3, 4)}
+          "multi_head_attention": np.arange(1.0, 13.0).reshape(1, 3, 4), "causal_attention": np.zeros((1, 1, 0, 2)),
+          "repeat_kv": np.array([1.0, 2.0]).reshape(1, 2, 1, 1), "grouped_query_attention": np.zeros((1, 2, 2, 2))}
+# (causal_attention's two examples: q = 0 of (1, 1, 3, 2) and (1, 1, 2, 2), read by is_worked_example)
 
 def arrays_of(value) -> list[np.ndarray]:
     """Every array among a case's arguments (the module's weights included)."""
     if isinstance(value, list | tuple):
         return [a for v in value for a in arrays_of(v)]
-    if isinstance(value, MhaWeights):
+    if isinstance(value, MhaWeights | AttnWeights):
         return list(value.weights.values())
+    if isinstance(value, DecoderWeights):
+        return [a for layer in value.layers for a in arrays_of(list(layer.values()))] + list(value.final.values())
     return [value] if isinstance(value, np.ndarray) else []
 
 
@@ -46,6 +57,10 @@ def is_view(a: np.ndarray) -> bool:
 
 def is_worked_example(case) -> bool:
     first = case.args[0][0] if isinstance(case.args[0], list) else case.args[0]
+    if case.function not in WORKED:
+        return False
+    if case.function == "causal_attention":  # q = k = 0, v = arange: the prompt's two examples
+        return case.expected is not None and not np.any(first) and np.shape(first) in ((1, 1, 3, 2), (1, 1, 2, 2))
     example = WORKED[case.function]
     return case.expected is not None and np.shape(first) == example.shape and np.array_equal(first, example)
 
@@ -53,7 +68,8 @@ def is_worked_example(case) -> bool:
 def lengths(case) -> list[int]:
     """The lengths of one call: T (or T_q and T_k) that a cached result would depend on (1 may recur)."""
     s = SPECS[case.function].sizes(case)
-    return sorted({s[k] for k in ("T", "T_q", "T_k", "d") if k in s} - {1})
+    keys = ("T", "T_q", "T_k", "T_new", "T_cached", "T_p") + (("d",) if case.function == "fuse_heads" else ())
+    return sorted({s[k] for k in keys if k in s} - {0, 1})
 
 
 def _bias(case, index: int, name: str = "b") -> str:
@@ -89,6 +105,8 @@ def kinds(case) -> set[str]:
         b, h, t, d_v, d_model = (s[k] for k in ("B", "h", "T", "d_v", "d_model"))
         found |= {_bias(case, 2)} | ({"square"} if h * d_v == d_model else set())
         found |= {"all different"} if len({b, h, t, d_v, d_model, h * d_v}) == 6 else set()
+    elif f in DECODER_FUNCTIONS:
+        found |= decoder_kinds(case, s)
     else:
         query, key, value = case.args[:3]
         found |= {"causal" if causal_of(case) else "not causal" if len(case.args) > 4 else "causal omitted"}
@@ -100,18 +118,57 @@ def kinds(case) -> set[str]:
     return found - {""}
 
 
+DECODER_FUNCTIONS = {"causal_attention", "decode_step", "generate", "repeat_kv", "grouped_query_attention"}
+
+
+def decoder_kinds(case, s: dict) -> set[str]:
+    """Exercises 6 and 7's kinds of input, read from the arguments."""
+    found = {np.dtype(a.dtype).name for a in arrays_of(case.args)}
+    f = case.function
+    if f == "causal_attention":
+        found |= {"T_q=T_k" if s["T_q"] == s["T_k"] else "T_q<T_k"} | ({"T=1"} if s["T_q"] == s["T_k"] == 1 else set())
+    elif f == "decode_step":
+        found |= {"empty cache"} if s["T_cached"] == 0 else set()
+        found |= {"T_new>1"} if s["T_new"] > 1 else set()
+    elif f == "generate":
+        found |= {"one layer"} if s["layers"] == 1 else {"layers>1"}
+    elif f in ("repeat_kv", "grouped_query_attention"):
+        g, h = s["g"], s["h"]
+        found |= {"g=1" if g == 1 else "g=h" if g == h else "1<g<h"}
+    if f == "grouped_query_attention":
+        found |= {"causal" if causal_of_gqa(case) else "not causal" if len(case.args) > 3 else "causal omitted"}
+        found |= {"T_q=T_k" if s["T_q"] == s["T_k"] else "T_q<T_k" if s["T_q"] < s["T_k"] else "T_q>T_k"}
+    return found
+
+
+def causal_of_gqa(case) -> bool:
+    return bool(case.args[3]) if len(case.args) > 3 else False
+
+
 def problems(grade_id: str, cases: list) -> list[str]:
     found = []
     first = cases[:DISCRIMINATING[grade_id]]
     for case in first:
         sizes = SPECS[case.function].sizes(case)
-        if case.function == "multi_head_attention" and sizes["T_q"] == sizes["T_k"]:
+        if case.function in ("multi_head_attention", "causal_attention", "grouped_query_attention") and \
+                sizes["T_q"] == sizes["T_k"]:
             sizes.pop("T_k")
+        if case.function == "decode_step":
+            sizes.pop("d_model")  # h * d_k
+            if sizes["T_cached"] == 0:
+                sizes.pop("T_cached")  # an empty cache
+        if case.function == "generate":
+            sizes.pop("d_model")
+            if sizes["layers"] == 1:
+                sizes.pop("layers")
         if len(set(sizes.values())) != len(sizes) or min(sizes.values()) < 1:
             found.append(f"sizes not all different in a discriminating call: {sizes}")
     for case in cases:
         dtypes = {a.dtype for a in arrays_of(case.args)}
-        if dtypes != {np.dtype(np.float32 if grade_id in EX5 else np.float64)}:
+        if grade_id in DECODER:
+            if len(dtypes) != 1 or not dtypes <= {np.dtype(np.float32), np.dtype(np.float64)}:
+                found.append(f"dtypes {dtypes}")  # each call in one float dtype; both among the kinds
+        elif dtypes != {np.dtype(np.float32 if grade_id in EX5 else np.float64)}:
             found.append(f"dtypes {dtypes}")
     seen = [t for case in cases if not is_worked_example(case) for t in lengths(case)]
     if len(seen) != len(set(seen)):
@@ -152,12 +209,16 @@ def test_every_kind_is_listed_for_every_cell_and_its_prompt():
             "split_heads": {"B=1", "T=1", "h=1", "d_k=1"}, "merge_heads": {"B=1", "h=1", "T=1", "d_v=1"},
             "output_projection": {"B=1", "T=1", "d_in=1", "d_out=1"},
             "output_projection_per_head": {"B=1", "h=1", "T=1", "d_v=1", "d_model=1"},
-            "multi_head_attention": {"B=1", "h=1", "d_k=1", "T_q=1"}}
+            "multi_head_attention": {"B=1", "h=1", "d_k=1", "T_q=1"}, "causal_attention": {"B=1", "h=1", "d_k=1"},
+            "decode_step": {"B=1", "h=1", "d_k=1", "T_new=1"}, "generate": {"B=1", "h=1", "T_p=1", "steps=1"},
+            "repeat_kv": {"B=1", "T=1", "d=1", "g=1"}, "grouped_query_attention": {"g=1", "T_q=1"}}
     for grade_id in hidden.GRADE_CELLS:
         function = hidden.hidden_cases(grade_id, np.random.default_rng(0))[0].function
         assert ones[function] <= set(hidden.KINDS[grade_id]), grade_id
         assert "worked example" in hidden.KINDS[grade_id] or grade_id in {
-            "test_mha_shapes", "test_mha_self_attention", "test_mha_cross"}  # cells whose prompt shows none
+            "test_mha_shapes", "test_mha_self_attention", "test_mha_cross", "test_decode_step_empty_cache",
+            "test_decode_step_cached", "test_generate_one_layer", "test_generate", "test_gqa_shapes",
+            "test_gqa_values"}  # cells whose prompt shows none
 
 
 def test_the_coverage_test_can_fail():

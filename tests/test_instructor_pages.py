@@ -8,6 +8,7 @@ drives it), at desktop width in light and dark, on a phone (390 CSS px) and at 3
   unchanged), 0 axe-core violations, and a message that several tests share said once.
 
 The pages' maths needs nothing but the course environment: the release's every formula is converted in Python."""
+import datetime
 import os
 import re
 from pathlib import Path
@@ -72,7 +73,7 @@ def browser():
 
 def class_report_page(tmp_path: Path) -> Path:
     """The class report of a class of 120: every test of the release, named mistakes (one quoting a student's
-    150-character exception name), functions left unwritten."""
+    150-character exception name), functions left unwritten, three late submissions (one student id an email)."""
     tests = [{"notebook": name, "test": g.id, "points": g.points, "passed": 90 - 7 * i, "failed": 30 + 7 * i}
              for name, release in RELEASE.items() for i, g in enumerate(release.grade_cells)]
     mistakes = [{"mistake": label, "notebook": notebook, "students": n, "kind": kind} for label, notebook, n, kind in [
@@ -82,7 +83,11 @@ def class_report_page(tmp_path: Path) -> Path:
         ("multi_head_attention: not written yet", "05_assembly", 2, report.LEFT_UNWRITTEN),
         (f"project: raises {HUGE_NAME}", "01_project", 1, report.MISTAKE)]]  # (as report.mistake_table sorts them)
     totals = [float(i % 16) for i in range(120)]
-    return class_report.write(tmp_path / "class_report.html", "mha", totals, 15, tests, mistakes)
+    late = [{"student": student, "seconds_late": 5.25 + 86400 * i, "penalty": 3.5 * (i > 0)}
+            for i, student in enumerate(["bob", "firstname.lastname@university.example.edu",
+                                         "a_student_id_from_the_lms"])]
+    return class_report.write(tmp_path / "class_report.html", "mha", totals, 15, tests, mistakes,
+                              (datetime.datetime(2026, 12, 1, 17), late))
 
 
 def open_in(browser, path: Path, view: dict):
@@ -129,6 +134,15 @@ def test_unwritten_functions_have_a_table_of_their_own(tmp_path):
     assert "not written yet" not in named and "reshape without transpose" in named
     assert "output_<wbr>projection_<wbr>per_<wbr>head" in unwritten and "multi_<wbr>head_<wbr>attention" in unwritten
     assert named.index("reshape without transpose") < named.index("heads interleave")  # 14 students before 2
+
+
+def test_the_late_submissions_are_named_latest_first_with_how_late_and_the_penalty(tmp_path):
+    text = kit.html_text(class_report_page(tmp_path)).split("Late submissions, latest first", 1)[1]
+    assert text.index("a_student_id_from_the_lms") < text.index("firstname.lastname") < text.index("bob")
+    assert "2 d 00:00:05" in text and "1 d 00:00:05" in text and "5.25 s" in text and "3.5" in text
+    on_time = class_report.page("mha", [15.0], 15, [], [], (datetime.datetime(2026, 12, 1, 17), []))
+    assert "Due 2026-12-01 17:00:00 UTC (with each student's extension): no submission was late." in on_time
+    assert "Late submissions" not in class_report.page("mha", [15.0], 15, [], [])  # no due date, no one late
 
 
 # --- feedback pages --------------------------------------------------------------------------------

@@ -326,8 +326,8 @@ VALUE_ATTRIBUTES = frozenset("""
     divisor_override dot double downscale_factor dropout dsplit dtype dump_patches dumps eig eigenvalues
     eigenvectors element_size elements elementwise_affine embed_dim encode end_dim endswith eps epsneg eq eq_ equal
     erf erf_ erfc erfc_ erfinv erfinv_ eval exp exp2 exp2_ exp_ expand expand_as expandtabs expm1 expm1_ exponent
-    exponential exponential_ extend extendleft extra_repr f fields fill fill_ fill_diagonal_ find fix fix_ flat
-    flatten flatten_parameters flip fliplr flipud float float_power float_power_ floor floor_ floor_divide
+    exponential exponential_ extend extendleft extra_repr f feed_forward fields fill fill_ fill_diagonal_ find fix
+    fix_ flat flatten flatten_parameters flip fliplr flipud float float_power float_power_ floor floor_ floor_divide
     floor_divide_ fmax fmin fmod fmod_ format format_map frac frac_ frexp from_bytes fromhex fromkeys full gamma
     gather gcd gcd_ ge ge_ geometric geometric_ geqrf ger get get_buffer get_device get_expected_cell_size
     get_expected_hidden_size get_extra_state get_offset get_parameter get_state get_submodule grad grad_dtype
@@ -342,51 +342,52 @@ VALUE_ATTRIBUTES = frozenset("""
     is_mps is_mtia is_neg is_nested is_nonzero is_pinned is_quantized is_same_size is_set_to is_signed is_sparse
     is_sparse_csr is_vulkan is_xla is_xpu isalignedstruct isalnum isalpha isascii isbuiltin isclose isdecimal
     isdigit isdisjoint isfinite isidentifier isinf islower isnan isnative isneginf isnumeric isposinf isprintable
-    isreal isspace issubset issuperset istft istitle isupper item items itemsize join k k_proj_weight kdim keepdim
-    kernel_size keys kind kron kthvalue label_smoothing lambd laplace layout lcm lcm_ ldexp ldexp_ le le_ lerp lerp_
-    less less_ less_equal less_equal_ lgamma lgamma_ linear ljust load_state_dict log log10 log10_ log1p log1p_ log2
-    log2_ log_ log_input log_normal_ log_prob log_softmax log_sumexp log_target logabsdet logaddexp logaddexp2
-    logcumsumexp logdet logical_and logical_and_ logical_not logical_not_ logical_or logical_or_ logical_xor
-    logical_xor_ logistic logit logit_ lognormal logseries logsumexp long lower lstrip lstsq lt lt_ lu lu_solve mH
-    mT machep maketrans mantissa manual_seed map2_ map_ mapping margin mask masked_fill masked_fill_ masked_scatter
-    masked_scatter_ masked_select materialize matmul matrix_exp matrix_power max max_k max_q max_val maximum maxlen
-    mean median metadata min min_val minimum mm mode module_load modules momentum most_common move_to_end moveaxis
-    movedim msort mtia mul mul_ multinomial multiply multiply_ multivariate_hypergeometric multivariate_normal mv
-    mvlgamma mvlgamma_ n_classes n_clusters n_fields n_sequence_fields n_unnamed_fields name named_buffers
-    named_children named_modules named_parameters names nan_to_num nan_to_num_ nanmean nanmedian nanquantile nansum
-    nargs narrow narrow_copy nbytes ndim ndimension ne ne_ neg neg_ negative negative_ negative_binomial
-    negative_slope negep nelement new new_empty new_empty_strided new_full new_ones new_tensor new_zeros
-    newbyteorder nexp nextafter nextafter_ nin noncentral_chisquare noncentral_f nonlinearity nonzero nonzero_static
-    norm norm_type normal normal_ normalized_shape not_equal not_equal_ nout ntypes num num_batches_tracked
-    num_channels num_classes num_features num_groups num_heads num_layers num_parameters numel numerator numpy
-    options orgqr ormqr out_channels out_features out_proj outer output output_nr output_padding output_ratio
-    output_size p padding padding_mode parameters pareto partition permutation permute permute_hidden permuted
-    philox_offset philox_seed pin_memory pinverse pivots poisson polygamma polygamma_ pop popitem popleft pos_weight
-    positive pow pow_ power predict prelu primal prod proj_size put put_ q_per_channel_axis q_per_channel_scales
-    q_per_channel_zero_points q_proj_weight q_scale q_zero_point qr qscheme quantile rad2deg rad2deg_ rand randint
-    randn random random_ random_integers random_sample rank ravel rayleigh real reciprocal reciprocal_
-    recompute_scale_factor record_stream reduce reduceat reduction register_buffer register_module
-    register_parameter reinforce relu relu_ remainder remainder_ remove removeprefix removesuffix renorm renorm_
-    repeat repeat_interleave replace requires_grad requires_grad_ reset_parameters reset_running_stats reshape
-    reshape_as residuals resize_ resize_as resize_as_ resize_as_sparse_ resolution resolve_conj resolve_dtypes
-    resolve_neg result retain_grad retains_grad return_indices reverse rfind rindex rjust rng_state roll rot90
-    rotate round round_ rpartition rsplit rsqrt rsqrt_ rstrip running_mean running_var scale_factor scatter scatter_
-    scatter_add scatter_add_ scatter_reduce scatter_reduce_ searchsorted seed select select_scatter set_extra_state
-    set_offset set_submodule setdefault sgn sgn_ shape short shortlist_size shuffle sigmoid sigmoid_ sign sign_
-    signature signbit sin sin_ sinc sinc_ singular_values sinh sinh_ size slice_inverse slice_scatter slogdet
-    smallest_normal smm softmax solution solve sort sparse_dim sparse_mask sparse_resize_ sparse_resize_and_clear_
-    spawn split split_with_sizes splitlines sqrt sqrt_ square square_ squeeze squeeze_ sspaddmm standard_cauchy
-    standard_exponential standard_gamma standard_normal standard_t start start_dim startswith state_dict std step
-    stft stop storage_offset str stride strides strip sub sub_ subdtype subtract subtract_ sum sum_to_size svd swap
-    swapaxes swapaxes_ swapcase swapdims swapdims_ symeig symmetric_difference symmetric_difference_update t t_ tail
-    take take_along_dim tan tan_ tangent tanh tanh_ tau tensor_split threshold tile tiny title to to_bytes
-    to_complex to_dense to_device to_empty to_mkldnn to_padded_tensor to_real tobytes tolist tomaxint topk total
-    trace track_running_stats train training translate transpose transpose_ transposed triangular triangular_solve
-    tril tril_ triu triu_ true_divide true_divide_ trunc trunc_ type type_as types unbind unflatten unflattened_size
+    isreal isspace issubset issuperset istft istitle isupper item items itemsize join k k_proj k_proj_weight kdim
+    keepdim kernel_size keys kind kron kthvalue label_smoothing lambd laplace layers layout lcm lcm_ ldexp ldexp_ le
+    le_ lerp lerp_ less less_ less_equal less_equal_ lgamma lgamma_ linear linear1 linear2 ljust load_state_dict log
+    log10 log10_ log1p log1p_ log2 log2_ log_ log_input log_normal_ log_prob log_softmax log_sumexp log_target
+    logabsdet logaddexp logaddexp2 logcumsumexp logdet logical_and logical_and_ logical_not logical_not_ logical_or
+    logical_or_ logical_xor logical_xor_ logistic logit logit_ lognormal logseries logsumexp long lower lstrip lstsq
+    lt lt_ lu lu_solve mH mT machep maketrans mantissa manual_seed map2_ map_ mapping margin mask masked_fill
+    masked_fill_ masked_scatter masked_scatter_ masked_select materialize matmul matrix_exp matrix_power max max_k
+    max_q max_val maximum maxlen mean median metadata min min_val minimum mm mode module_load modules momentum
+    most_common move_to_end moveaxis movedim msort mtia mul mul_ multinomial multiply multiply_
+    multivariate_hypergeometric multivariate_normal mv mvlgamma mvlgamma_ n_classes n_clusters n_fields
+    n_sequence_fields n_unnamed_fields name named_buffers named_children named_modules named_parameters names
+    nan_to_num nan_to_num_ nanmean nanmedian nanquantile nansum nargs narrow narrow_copy nbytes ndim ndimension ne
+    ne_ neg neg_ negative negative_ negative_binomial negative_slope negep nelement new new_empty new_empty_strided
+    new_full new_ones new_tensor new_zeros newbyteorder nexp nextafter nextafter_ nin noncentral_chisquare
+    noncentral_f nonlinearity nonzero nonzero_static norm norm1 norm2 norm_type normal normal_ normalized_shape
+    not_equal not_equal_ nout ntypes num num_batches_tracked num_channels num_classes num_features num_groups
+    num_heads num_kv_heads num_layers num_parameters numel numerator numpy options orgqr ormqr out_channels
+    out_features out_proj outer output output_nr output_padding output_ratio output_size p padding padding_mode
+    parameters pareto partition permutation permute permute_hidden permuted philox_offset philox_seed pin_memory
+    pinverse pivots poisson polygamma polygamma_ pop popitem popleft pos_weight positive pow pow_ power predict
+    prelu primal prod proj_size put put_ q_per_channel_axis q_per_channel_scales q_per_channel_zero_points q_proj
+    q_proj_weight q_scale q_zero_point qr qscheme quantile rad2deg rad2deg_ rand randint randn random random_
+    random_integers random_sample rank ravel rayleigh real reciprocal reciprocal_ recompute_scale_factor
+    record_stream reduce reduceat reduction register_buffer register_module register_parameter reinforce relu relu_
+    remainder remainder_ remove removeprefix removesuffix renorm renorm_ repeat repeat_interleave replace
+    requires_grad requires_grad_ reset_parameters reset_running_stats reshape reshape_as residuals resize_ resize_as
+    resize_as_ resize_as_sparse_ resolution resolve_conj resolve_dtypes resolve_neg result retain_grad retains_grad
+    return_indices reverse rfind rindex rjust rng_state roll rot90 rotate round round_ rpartition rsplit rsqrt
+    rsqrt_ rstrip running_mean running_var scale_factor scatter scatter_ scatter_add scatter_add_ scatter_reduce
+    scatter_reduce_ searchsorted seed select select_scatter self_attn set_extra_state set_offset set_submodule
+    setdefault sgn sgn_ shape short shortlist_size shuffle sigmoid sigmoid_ sign sign_ signature signbit sin sin_
+    sinc sinc_ singular_values sinh sinh_ size slice_inverse slice_scatter slogdet smallest_normal smm softmax
+    solution solve sort sparse_dim sparse_mask sparse_resize_ sparse_resize_and_clear_ spawn split split_with_sizes
+    splitlines sqrt sqrt_ square square_ squeeze squeeze_ sspaddmm standard_cauchy standard_exponential
+    standard_gamma standard_normal standard_t start start_dim startswith state_dict std step stft stop
+    storage_offset str stride strides strip sub sub_ subdtype subtract subtract_ sum sum_to_size svd swap swapaxes
+    swapaxes_ swapcase swapdims swapdims_ symeig symmetric_difference symmetric_difference_update t t_ tail take
+    take_along_dim tan tan_ tangent tanh tanh_ tau tensor_split threshold tile tiny title to to_bytes to_complex
+    to_dense to_device to_empty to_mkldnn to_padded_tensor to_real tobytes tolist tomaxint topk total trace
+    track_running_stats train training translate transpose transpose_ transposed triangular triangular_solve tril
+    tril_ triu triu_ true_divide true_divide_ trunc trunc_ type type_as types unbind unflatten unflattened_size
     unfold uniform uniform_ union unique unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes
-    unsqueeze unsqueeze_ unused update upper upscale_factor v_proj_weight values var vdim vdot view view_as volatile
-    vonmises vsplit wald weibull weight weight_hh weight_hh_l0 weight_ih weight_ih_l0 where xlogy xlogy_ xpu zero_
-    zero_grad zero_infinity zfill zipf
+    unsqueeze unsqueeze_ unused update upper upscale_factor v_proj v_proj_weight values var vdim vdot view view_as
+    volatile vonmises vsplit wald weibull weight weight_hh weight_hh_l0 weight_ih weight_ih_l0 where xlogy xlogy_
+    xpu zero_ zero_grad zero_infinity zfill zipf
 """.split())
 
 OWN_REFUSED = frozenset("""

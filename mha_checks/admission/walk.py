@@ -8,7 +8,7 @@ the path if anything forbidden is reachable.
 
 Start from every admitted module member (``admitted.MODULES``) and from sample values (tensors and arrays
 of several dtypes and layouts, their scalars, dtypes, devices, sizes, generators and their bound methods,
-named tuples, torch's layers, the exercise-5 stand-in, containers, strings, numbers, iterators, exceptions
+named tuples, torch's layers, the exercises' stand-ins (5 and 6), containers, strings, numbers, iterators, exceptions
 that carry a module, the student's own objects). From each object, follow every step the rule admits:
 
 * every name of ``admitted.VALUE_ATTRIBUTES`` (the rule admits each on any value; on the student's own
@@ -23,7 +23,8 @@ builtins', a code object, a frame or a traceback, ``eval``/``exec``/``compile``/
 libraries (``os``, ``sys``, ``pickle``, ``importlib``...), raw pointers (ctypes objects, capsules), or a
 ready-made attention: torch's attention under any name (``scaled_dot_product_attention``,
 ``multi_head_attention_forward``, the ``torch.ops.aten`` kernels, ``nn.MultiheadAttention``,
-``nn.Transformer*`` and their instances), ``torch._C``, ``torch.ops``.
+``nn.Transformer*`` and their instances), ``torch._C``, ``torch.ops``, and exercises 6 and 7's
+ready-made answers: ``mha_lib.decoder`` and ``torch.nn.attention`` (a bottom-right causal mask).
 
 Objects are deduplicated by what determines their attributes (a type, a layout, a dtype), so the walk
 ends; it runs in a subprocess of the test because calling every admitted function changes process-wide
@@ -78,6 +79,16 @@ def _ready_made() -> dict[int, str]:
                     pass
     out[id(torch._C)] = "torch._C"
     out[id(torch.ops)] = "torch.ops"
+    # exercises 6 and 7's ready-made answers: the course's decoder (mha_lib.decoder: grouped-query causal attention,
+    # its mask, its cache, its layers) and torch.nn.attention (a bottom-right causal mask, flex attention)
+    from mha_lib import decoder as course_decoder
+    from torch.nn import attention as nn_attention
+    from torch.nn.attention import bias as attention_bias
+    for module in (course_decoder, nn_attention, attention_bias):
+        for name, obj in vars(module).items():
+            if not name.startswith("_") and getattr(obj, "__module__", None) == module.__name__:
+                out[id(obj)] = f"{module.__name__}.{name}"
+        out[id(module)] = module.__name__
     return out
 
 
@@ -159,6 +170,17 @@ def own_function(x):
     return x
 
 
+def _decoder_stand_in():
+    """Exercise 6's decoder as a graded function receives it (two blocks; its parts are reached by the walk)."""
+    def pair(*shape):
+        return {"weight": calling.encode_array(np.ones(shape)), "bias": calling.encode_array(np.ones(shape[0]))}
+    attn = {"embed_dim": 4, "num_heads": 2, "weights": {f"{p}_{w}": calling.encode_array(np.ones((4, 4) if w == "weight"
+                                                                                              else 4))
+                                                        for p in calling.PROJECTIONS for w in ("weight", "bias")}}
+    layer = {"attn": attn, "norm1": pair(4), "norm2": pair(4), "linear1": pair(6, 4), "linear2": pair(4, 6)}
+    return calling.decoder_stand_in({"eps": 1e-5, "layers": [layer, layer], "norm": pair(4)})
+
+
 def samples() -> list[tuple[str, object]]:
     t = torch.arange(6.0).reshape(2, 3)
     leaf = torch.ones(2, 3, requires_grad=True)
@@ -181,6 +203,7 @@ def samples() -> list[tuple[str, object]]:
         ("torch.max", torch.max(t, 0)), ("torch.linalg.svd", torch.linalg.svd(t)),
         ("np.random.Generator", np.random.default_rng(0)), ("np.random.RandomState", np.random.RandomState(0)),
         ("torch.Generator", torch.Generator()), ("mha", mha), ("mha.out_proj", mha.out_proj),
+        ("decoder", _decoder_stand_in()),
         ("nn.Linear", nn.Linear(3, 2)), ("nn.LayerNorm", nn.LayerNorm(3)), ("nn.Dropout", nn.Dropout(0.1)),
         ("nn.ModuleList", nn.ModuleList([nn.Linear(2, 2)])), ("nn.Sequential", nn.Sequential(nn.ReLU())),
         ("nn.Embedding", nn.Embedding(3, 2)), ("own layer", OwnLayer()), ("own config", OwnConfig()),

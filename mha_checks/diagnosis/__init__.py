@@ -8,7 +8,7 @@ answer is right. A mistake is named only by :func:`search.search`: a catalogued 
 :mod:`mha_checks.variants` / :mod:`mha_checks.attention` whose reference reproduces the answer (its
 values within the grade's tolerance, its shape, or its failure) on every call of the test.
 """
-from . import assembly, fuse, linear, merge, per_head, split
+from . import assembly, decoding, fuse, linear, merge, per_head, split
 from .common import Fail, Spec
 from .errors import error_fail
 from .search import Call, named, search
@@ -22,6 +22,7 @@ SPECS = {
                                      "B, T, d_model", "W^O"),
     "output_projection_per_head": per_head.SPEC,
     "multi_head_attention": assembly.SPEC,
+    **decoding.SPECS,
 }
 
 __all__ = ["SPECS", "Fail", "Spec", "Call", "named", "search", "error_fail"]

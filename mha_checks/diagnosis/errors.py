@@ -50,6 +50,8 @@ PATTERNS = [  # (regex, signature from the match)
     (r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton dimension (\d+)",
      lambda m: _broadcast(int(m[1]), int(m[2]), int(m[3]))),
     (r"operands could not be broadcast together with shapes ((?:\([\d,]*\) ?)+)", lambda m: _numpy_broadcast(m[1])),
+    (r"Sizes of tensors must match except in dimension (\d+)\. Expected size (\d+) but got size (\d+)",
+     lambda m: ("join", int(m[1]), frozenset((int(m[2]), int(m[3]))))),  # torch.cat along m[1]
     (r"view size is not compatible with input tensor's size and stride", lambda m: ("view of a transposed tensor",)),
     (r"non-empty list of Tensors|non-empty TensorList|need at least one array to", lambda m: ("nothing to join",)),
     (r"'NoneType'", lambda m: ("None in arithmetic",)),

@@ -5,9 +5,10 @@ is kept out of feedback/, whose pages go to the students).
 The distribution of the students' total scores and each test's pass rate as figures (inline SVG
 drawn here as text and SVG bars: no script, no request), each figure with a text alternative and the
 same numbers in a table with real headers; the named mistakes with how many students made each, most
-first, and apart from them the functions students left unwritten. Counts only: the page names no
-student. It reads on a phone (the figures' names stand above their bars, long cells wrap: nothing is
-clipped and nothing scrolls sideways), in dark mode and in forced colours, with text contrast of at
+first, and apart from them the functions students left unwritten. Counts only, but for one table: the
+late submissions (who, late by how much, the penalty), shown when the assignment has a due date. It
+reads on a phone (the figures' names stand above their bars, long cells wrap: nothing is clipped and
+nothing scrolls sideways), in dark mode and in forced colours, with text contrast of at
 least 4.5:1, under the same Content Security Policy as the feedback pages (no script of any kind).
 """
 import html
@@ -97,8 +98,10 @@ def _breakable(name) -> str:
     return for_html(name).replace("_", "_<wbr>").replace("/", "/<wbr>")
 
 
-def page(assignment: str, totals: list[float], possible: float, tests: list[dict], mistakes: list[dict]) -> str:
-    """``mistakes``: report.mistake_table's rows (a row of kind "left unwritten" is listed apart)."""
+def page(assignment: str, totals: list[float], possible: float, tests: list[dict], mistakes: list[dict],
+         late: tuple = (None, [])) -> str:
+    """``mistakes``: report.mistake_table's rows (a row of kind "left unwritten" is listed apart); ``late``: (the
+    due date or None, the late submissions as rows of student, seconds_late, penalty)."""
     counts = histogram(totals, possible, 5)
     bins = [f"{low:g} to {high:g}" for low, high in bin_edges(possible, 5)]
     rates = [(f"{t['notebook'].split('_', 1)[0]}/{t['test'].removeprefix('test_')}",
@@ -131,6 +134,7 @@ def page(assignment: str, totals: list[float], possible: float, tests: list[dict
                   _table("How many students left each function unwritten", ["function", "notebook", "students"],
                          [[m["mistake"].rsplit(": ", 1)[0] if ": " in m["mistake"] else m["mistake"], m["notebook"],
                            m["students"]] for m in unwritten], frozenset({2}), frozenset({0, 1}))]
+    parts += _late_section(*late)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{content_security_policy(STYLE)}\">"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
@@ -138,8 +142,35 @@ def page(assignment: str, totals: list[float], possible: float, tests: list[dict
             f"<body><main>{''.join(parts)}</main></body></html>")
 
 
+def late_by(seconds: float) -> str:
+    """"3 d 04:05:06", "04:05:06" or "2.5 s": how late, for a person."""
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    days, rest = divmod(int(seconds), 86400)
+    clock = f"{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
+    return f"{days} d {clock}" if days else clock
+
+
+def _late_section(duedate, late: list[dict]) -> list[str]:
+    """Who handed in late and by how much (this table alone names students: the ones to follow up with), latest
+    first; nothing when there is no due date and no one was late."""
+    if duedate is None and not late:
+        return []
+    due = f"Due {for_html(duedate)} UTC" if duedate is not None else "No due date"
+    if not late:
+        return ["<h2>Late submissions</h2>", f"<p>{due} (with each student's extension): no submission was late.</p>"]
+    rows = [[r["student"], late_by(r["seconds_late"]), f"{r['penalty']:g}"]
+            for r in sorted(late, key=lambda r: -r["seconds_late"])]
+    return ["<h2>Late submissions</h2>",
+            f"<p>{due} (with each student's extension): {len(late)} submission(s) late. The penalty, in points, is "
+            "the course's late-submission plugin's (nbgrader_config.py), over the notebooks; grades_by_student.csv "
+            "has each time handed in and the score after the penalty.</p>",
+            _table("Late submissions, latest first", ["student", "late by", "penalty"], rows, frozenset({2}),
+                   names=frozenset())]
+
+
 def write(path: Path, assignment: str, totals: list[float], possible: float, tests: list[dict],
-          mistakes: list[dict]) -> Path:
+          mistakes: list[dict], late: tuple = (None, [])) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page(assignment, totals, possible, tests, mistakes), encoding="utf-8")
+    path.write_text(page(assignment, totals, possible, tests, mistakes, late), encoding="utf-8")
     return path

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import notebooks
+from . import collected, notebooks
 
 GRADER_VERSION = "1"
 MAX_ENTRIES = 1_000  # entries of one student's folder that are listed
@@ -43,10 +43,18 @@ class Course:
         self.root = Path(self.root).resolve()
         self.db_url = self.db_url or f"sqlite:///{self.root / 'gradebook.db'}"
         self.releases = notebooks.load_release(self.root / "exercises" / self.assignment)
+        self.timestamps: dict[str, collected.Timestamp] = {}  # student -> their timestamp.txt, as read this run
         digest = hashlib.sha256()
         for name, release in sorted(self.releases.items()):
             digest.update(json.dumps(release.cells, sort_keys=True).encode())
         self.release_key = digest.hexdigest()
+
+    def timestamp(self, student: str) -> collected.Timestamp:
+        """The student's timestamp.txt (collected.py), read once per run (by planning; the late penalties of the
+        run's grades and the feedback's collect files are those of this read)."""
+        if student not in self.timestamps:
+            self.timestamps[student] = collected.read_timestamp(self.folder("submitted", student))
+        return self.timestamps[student]
 
     def folder(self, kind: str, student: str) -> Path:
         return self.root / kind / student / self.assignment
@@ -92,7 +100,9 @@ class Course:
         A notebook handed in under another name is recognised by its grade ids when the expected name is
         missing: the candidates are the other ``.ipynb`` files (regular files, at most MAX_RENAMED), read
         when the job is made (jobs.Maker). Anything else (a link, another file, a folder) is counted and
-        named in one line, never read, copied or followed. The folder is listed up to MAX_ENTRIES entries.
+        named in one line, never read, copied or followed; nbgrader's collect files (timestamp.txt,
+        submission_secret.txt, regular files) are not named: collected.py reads them. The folder is listed up
+        to MAX_ENTRIES entries.
         """
         folder = self.folder("submitted", student)
         files, more = {}, False
@@ -102,6 +112,9 @@ class Course:
                     more = True
                     break
                 files[entry.name] = entry
+        for name in collected.NAMES:  # nbgrader's collect files (read by collected.py), not something handed in besides
+            if name in files and files[name].is_file(follow_symlinks=False):
+                del files[name]
         chosen: dict[str, Path | None] = {}
         for name in self.releases:  # looked up by name, however many entries the folder has
             files.pop(f"{name}.ipynb", None)

@@ -50,8 +50,9 @@ class GradebookWriter:
     """One open gradebook for a run; only the process that records results uses it. ``interrupted`` (a
     stop was asked for) is looked at while a call to the database is waited for."""
 
-    def __init__(self, db_url: str, assignment: str, interrupted=lambda: False):
+    def __init__(self, db_url: str, assignment: str, interrupted=lambda: False, lateness=None):
         self.interrupted, self.silent, self.answered_at = interrupted, "", time.monotonic()
+        self.lateness = lateness  # lateness.Lateness: each batch's times and late penalties go with its grades
         self.calls: queue.SimpleQueue = queue.SimpleQueue()
         thread = threading.Thread(target=_answer, args=(self.calls,), daemon=True, name="mha-gradebook")
         thread.start()
@@ -141,6 +142,25 @@ class GradebookWriter:
             done += self.committed(wait=True)
         return done
 
+    def standing(self):
+        """Apply the late policy to the whole class and commit (lateness.py: a due date, an extension or the policy
+        may have changed, a submission's time too with bytes that did not); the class's lateness.ClassStanding,
+        with each student's lms_user_id. Raises as a commit would."""
+        return self._answered(self._standing)
+
+    def _standing(self):
+        """(On the database thread) see :meth:`standing`."""
+        try:
+            standing = self.lateness.apply(self.gb.db)
+            for student, lms_id in self.lateness.lms_ids(self.gb.db).items():
+                if student in standing.students:
+                    standing.students[student].lms_user_id = lms_id
+            self.gb.db.commit()
+        except BaseException:
+            self.gb.db.rollback()
+            raise
+        return standing
+
     def _ping(self) -> None:
         """(On the database thread) a query that needs the server's answer, and no transaction left open."""
         self.gb.db.execute(text("SELECT 1")).scalar()
@@ -162,6 +182,8 @@ class GradebookWriter:
             if updates:  # a manual grade stays, flagged for review
                 self.gb.db.execute(text("UPDATE grade SET auto_score = :score, "
                                         "needs_manual_grade = (manual_score IS NOT NULL) WHERE id = :id"), updates)
+            if self.lateness is not None:  # (the penalties of the scores just written)
+                self.lateness.apply(self.gb.db, students)
             self.gb.db.commit()
         except BaseException:
             self.gb.db.rollback()

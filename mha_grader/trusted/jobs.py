@@ -25,13 +25,14 @@ A notebook missing under its own name is looked for among the student's other ``
 most course.MAX_RENAMED, the candidates): the first of that student's jobs that needs them reads each
 once, and the file whose cells carry a missing notebook's grade ids is graded as that notebook.
 """
+import datetime
 import threading
 import time
 from pathlib import Path
 
 from mha_checks.hidden import hidden_cases
 
-from . import notebooks, secret as course_secret
+from . import collected, notebooks, secret as course_secret
 from .course import shown
 
 NOT_GRADED = ("unreadable", "ungradable")  # results that say why a notebook was not graded (judging.py)
@@ -40,8 +41,10 @@ RACY_NS = 2_000_000_000  # a status changed less than this before its read is no
 
 def plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
     """The records of the (student, notebook) jobs still to grade (new, changed, or all with --force),
-    and planning's notes (entries of submitted/ not graded, what students handed in besides the notebooks)."""
+    and planning's notes (entries of submitted/ not graded, what students handed in besides the notebooks,
+    students not graded because their timestamp.txt is not usable, times handed in later than now: collected.py)."""
     context = course.context(course_secret.fingerprint(key))
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)  # (nbgrader keeps times as naive UTC)
     students, notes = course.students()
     students = [s for s in students if not args.student or s in args.student]
     notes += [f"{s}: no submission folder" for s in args.student if s not in students]
@@ -49,6 +52,14 @@ def plan(course, key: bytes, args) -> tuple[list[dict], list[str]]:
     for student in students:
         files, candidates, extra = course.submission(student)
         notes += [f"{student}: {n}" for n in extra]
+        handed_in = course.timestamp(student)
+        if handed_in.problem:  # (autograde stops on it too: the time decides lateness)
+            notes.append(f"{student}: not graded: {handed_in.problem}; correct or remove "
+                         f"submitted/{student}/{course.assignment}/{collected.TIMESTAMP}")
+            continue
+        if handed_in.at is not None and handed_in.at > now:
+            notes.append(f"{student}: {collected.TIMESTAMP} says {handed_in.at:%Y-%m-%d %H:%M:%S} UTC, later than now: "
+                         "a clock set wrong, a time zone nbgrader reads as UTC, or a file written by hand")
         stamps = course.stamps(student)
         mine = []
         for name, path in files.items():
@@ -166,16 +177,21 @@ class Maker:
         return {"at": at, "reads": reads, "left": looking, "others": others, "notes": notes}
 
 
-def notes_after(course, results: list, failed: list) -> list[str]:
+def notes_after(results: list, failed: list, changed: list) -> list[str]:
     """Notes on the jobs of a run once it is done: what making them found (renamed notebooks), the
-    notebooks not graded (refused or unreadable), and those handed in again after they were read (graded
-    as read; the next run grades the new version, its status being another)."""
+    notebooks not graded (refused or unreadable), and those handed in again after they were read (``changed``:
+    :func:`changed_during_run`'s; graded as read, the next run grades the new version, its status being another)."""
     notes = [n for job, _ in results for n in job.get("notes", ())] + [n for job in failed for n in job.get("notes", ())]
     for job, result in results:
-        where = f"{job['student']}/{job['notebook']}"
         if result.get("status") in NOT_GRADED:
-            notes.append(f"{where}: not graded: " + "; ".join(result.get("notes", []))[:300])
-        named = job["path"] or course.folder("submitted", job["student"]) / f"{job['notebook']}.ipynb"
-        if "stamp" in job and notebooks.status(named) != job["stamp"]["status"]:
-            notes.append(f"{where}: changed during the run; the next run grades it")
+            notes.append(f"{job['student']}/{job['notebook']}: not graded: " + "; ".join(result.get("notes", []))[:300])
+    notes += [f"{job['student']}/{job['notebook']}: changed during the run; the next run grades it"
+              for job in changed]
     return notes
+
+
+def changed_during_run(course, results: list) -> list[dict]:
+    """The jobs of ``results`` whose file is no longer the one read (handed in again during the run)."""
+    def named(job):
+        return job["path"] or course.folder("submitted", job["student"]) / f"{job['notebook']}.ipynb"
+    return [job for job, _ in results if "stamp" in job and notebooks.status(named(job)) != job["stamp"]["status"]]

@@ -210,9 +210,11 @@ def load_all(course):
             yield student, stored
 
 
-def summary(course, results: list, failed: list, notes: list[str], out=None) -> None:
+def summary(course, results: list, failed: list, notes: list[str], out=None, standing=None) -> None:
     """Write the three CSV files and the class report; print one screen of summary (on a terminal: its
-    width; into a pipe or a file: nothing cut). The stored results are read one student at a time."""
+    width; into a pipe or a file: nothing cut). The stored results are read one student at a time.
+    ``standing``: the class's lateness.ClassStanding (times, lateness, penalties, lms ids; None: none known)."""
+    students, duedate = (standing.students, standing.duedate) if standing is not None else ({}, None)
     names = list(course.releases)
     tests = [(n, g) for n in names for g in course.releases[n].grade_cells]
     rows, mistakes, passed, handed_in = [], defaultdict(set), Counter(), Counter()
@@ -231,9 +233,10 @@ def summary(course, results: list, failed: list, notes: list[str], out=None) -> 
         missing = [n.split("_", 1)[0] for n, res in per_nb.items() if res.get("status") == "missing"]
         flags = sorted({str(n) for res in per_nb.values() for n in res.get("notes", [])})
         row["flagged"] = "; ".join(flags + ([f"not handed in: {' '.join(missing)}"] if missing else []))[:300]
+        row.update(late_columns(students.get(student), row["total"]))
         rows.append(row)
     _write(course.root / "grades_by_student.csv",
-           ["student", *names, *(f"{n}/{g.id}" for n, g in tests), "total", "flagged"], rows)
+           ["student", *names, *(f"{n}/{g.id}" for n, g in tests), "total", "flagged", *LATE_COLUMNS], rows)
     mistake_rows = mistake_table(mistakes, names)
     _write(course.root / "mistakes.csv", ["mistake", "notebook", "students", "kind", "who"], mistake_rows)
     test_rows = [{"notebook": n, "test": g.id, "points": g.points, "passed": passed[(n, g.id)],
@@ -241,8 +244,11 @@ def summary(course, results: list, failed: list, notes: list[str], out=None) -> 
     _write(course.root / "tests.csv", ["notebook", "test", "points", "passed", "failed"], test_rows)
     _write(course.root / "notes.csv", ["note"], [{"note": n} for n in notes])  # what the terminal only counts
     possible = sum(g.points for _, g in tests)
+    late = [{"student": r["student"], "seconds_late": r["seconds_late"], "penalty": r["late_penalty"]}
+            for r in rows if r["seconds_late"]]
     report_path = class_report.write(course.root / "class_report.html", course.assignment,
-                                     [r["total"] for r in rows], possible, test_rows, mistake_rows)
+                                     [r["total"] for r in rows], possible, test_rows, mistake_rows,
+                                     (duedate, late))
     folders = course.ungraded()
     ungraded = [name for name, _ in folders] + [f"{job['student']}/{job['notebook']}" for job, result in results
                                                 if result.get("status") in NOT_GRADED]
@@ -251,8 +257,22 @@ def summary(course, results: list, failed: list, notes: list[str], out=None) -> 
     out = out or sys.stdout
     lines = screen([r["total"] for r in rows], possible, mistake_rows, results, failed, notes,
                    report_path.relative_to(course.root), ungraded, ungraded_notes, width=screen_width(out),
-                   unwritten=len(unwritten))
+                   unwritten=len(unwritten), late=late)
     print("\n".join(lines), file=out)
+
+
+LATE_COLUMNS = ("lms_user_id", "timestamp", "seconds_late", "late_penalty", "score")
+
+
+def late_columns(standing, total: float) -> dict:
+    """grades_by_student.csv's last columns, as nbgrader's export has them: the student's lms_user_id, when the
+    submission was handed in (UTC), how many seconds after the due date (with the student's extension), the late
+    penalty in points and the score after it (the total less the penalty, at least 0)."""
+    if standing is None:
+        return {"lms_user_id": "", "timestamp": "", "seconds_late": 0, "late_penalty": 0.0, "score": total}
+    return {"lms_user_id": standing.lms_user_id or "", "timestamp": str(standing.timestamp or ""),
+            "seconds_late": standing.seconds_late, "late_penalty": standing.penalty,
+            "score": max(0.0, total - standing.penalty)}
 
 
 def left_unwritten(label: str) -> bool:
@@ -294,11 +314,12 @@ def _write(path, fields: list[str], rows: list[dict]) -> None:
 
 def screen(totals: list[float], possible: float, mistake_rows: list[dict], results: list, failed: list,
            notes: list[str], report_path, ungraded: list[str] = (), ungraded_notes: set = frozenset(),
-           width: int | None = WIDTH, unwritten: int = 0) -> list[str]:
+           width: int | None = WIDTH, unwritten: int = 0, late: list[dict] = ()) -> list[str]:
     """The summary as lines of at most ``width`` characters (None: nothing cut), 24 lines at most with TOP = 5.
     ``ungraded``: the folders of submitted/ and this run's notebooks that were not graded (each named once
     here, why in notes.csv); ``ungraded_notes``: their notes (the first note shown is another one);
-    ``unwritten``: how many students left a function unwritten (counted apart from the mistakes)."""
+    ``unwritten``: how many students left a function unwritten (counted apart from the mistakes); ``late``: the
+    late submissions (class report rows: student, seconds_late, penalty), named on one line, latest first."""
     fit = functools.partial(_fit, width=width)
     lines = [""]
     if totals:
@@ -317,6 +338,11 @@ def screen(totals: list[float], possible: float, mistake_rows: list[dict], resul
             lines.append(fit(f"  {m['students']:>5}  {for_terminal(m['mistake'], room)}{tail}"))
     elif aside:
         lines.append(fit(f"No named mistake; {aside} (mistakes.csv says who)."))
+    if late:
+        latest = sorted(late, key=lambda r: -r["seconds_late"])
+        named = ", ".join(f"{r['student']} {class_report.late_by(r['seconds_late'])}" for r in latest[:TOP])
+        lines.append(fit(f"{len(late)} late submission(s), {sum(r['penalty'] for r in late):g} point(s) of penalty: "
+                         f"{for_terminal(named, 300)}" + (", ..." if len(late) > TOP else "")))
     lines.append(fit(f"This run graded {len(results)} notebook(s)."
                      + (f" {len(failed)} could not be graded (the next run tries again):" if failed else "")))
     for job in failed[:TOP]:  # an id is never cut: the reason gets what is left of the line

@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from ..walls import probing, sandbox
-from . import course as course_mod, execute, jobs, recording, report, resume as resume_mod
+from . import collected, course as course_mod, execute, jobs, lateness, recording, report, resume as resume_mod
 from . import secret as course_secret
 from .gradebook import GradebookWriter, Silent
 from .lock import CourseLock, Held, Unwritable
@@ -92,12 +92,20 @@ def _grade(args, key: bytes, stop: Stop, resume: str) -> int:
     report.status("reading the course and planning the jobs")
     with stop.waiting():
         course = course_mod.Course(root, args.assignment, args.db_url)
+        try:
+            penalties = lateness.load_penalties(course.root)
+        except lateness.BadConfig as err:
+            print(f"Grading did not start: {err}. Correct it (nbgrader's own commands read it too), then: {resume}",
+                  file=sys.stderr)
+            return EXIT_MISSING
         plan, notes = jobs.plan(course, key, args)
+    late = lateness.Lateness(penalties, {s: t.at for s, t in course.timestamps.items() if not t.problem},
+                             course.assignment)
     if args.force and plan:  # from here a stop leaves the rest ungraded, and the plain command grades it
         _forget(course, plan)
         resume = resume_mod.command(getattr(args, "argv", None), force=False)
     try:
-        writer = GradebookWriter(course.db_url, course.assignment, stop.requested)
+        writer = GradebookWriter(course.db_url, course.assignment, stop.requested, late)
     except Exception as err:  # noqa: BLE001 - said in one sentence, see _not_recorded
         stop.check()  # (a stop while the database was waited for)
         print(f"Grading did not start: {_not_recorded(err, course)}. Rerun: {resume}", file=sys.stderr)
@@ -149,6 +157,7 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
             stop.check()
         _flush_or_stop(course, recorder, stop)
         notes += backend.notes()
+        standing = _standing_or_stop(course, recorder.writer, stop)
     except Stopped:
         _flush_quietly(course, recorder, results)  # what was graded is committed, then stamped
         _stopped(backend, progress, f"Stopped by {stop.name()}", results, plan, resume)
@@ -166,11 +175,16 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
                 backend.stop()
             backend.close()
     progress.done()
-    notes += jobs.notes_after(course, results, failed)
+    changed = jobs.changed_during_run(course, results)
+    notes += jobs.notes_after(results, failed, changed)
+    failed += [{"student": s, "notebook": course.assignment, "error": t.problem} for s, t in course.timestamps.items()
+               if t.problem]  # (planning gave them no job: their timestamp.txt is not usable)
+    failed += [{"student": s, "notebook": n, "error": why} for s, n, why in recorder.writer.lateness.problems]
     seconds = progress.elapsed()
     try:
         with stop.waiting():  # (reading a large class's stored results takes a while)
-            report.summary(course, results, failed, notes)
+            notes += _publish_collect_files(course, failed, changed)
+            report.summary(course, results, failed, notes, standing=standing)
     except Stopped:
         print(f"Stopped by {stop.name()} while the class's tables were written; every grade is recorded. Write the "
               f"tables again with: {resume}", file=sys.stderr)
@@ -185,6 +199,33 @@ def _run(args, course, plan: list[dict], notes: list[str], recorder: Recorder, s
         print(f"Recording took {recorder.seconds:.1f} s. Per notebook in this process: recording {recorder.cost()}; "
               f"all its CPU {_own_cpu() / len(results) * 1000:.1f} ms.")
     return EXIT_FAILED if failed else 0
+
+
+def _standing_or_stop(course, writer, stop: Stop):
+    """The late policy applied to the whole class (GradebookWriter.standing); raises NotRecorded as a commit does."""
+    writer.lateness.problems.clear()  # (this pass meets every late notebook: its problems are the run's)
+    try:
+        return writer.standing()
+    except (DBAPIError, Silent) as err:
+        stop.check()
+        raise NotRecorded(_not_recorded(err, course)) from err
+
+
+def _publish_collect_files(course, failed: list, changed: list) -> list[str]:
+    """nbgrader's collect files beside each student's pages (collected.publish), for every student whose
+    submission is graded as it is now: the timestamp.txt read by planning is still there and none of their
+    notebooks failed or was handed in again during the run (those keep the files they had until the run
+    that grades them). Returns the notes."""
+    stale = {job["student"] for job in failed + changed}
+    notes = []
+    for student, read in course.timestamps.items():
+        submitted = course.folder("submitted", student)
+        if read.problem or student in stale or collected.read_timestamp(submitted) != read:
+            continue
+        note = collected.publish(submitted, read, [course.folder("feedback", student),
+                                                   course.folder("autograded", student)])
+        notes += [note] if note else []
+    return notes
 
 
 def _kept(result: dict) -> dict:

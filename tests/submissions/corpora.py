@@ -1342,6 +1342,13 @@ ROUTE_FREE = {
 }
 READY_MADE = [Entry(r.name, r.notebook, r.cell, r.code, ROUTE_FREE.get(r.name, ()), r.says) for r in READY_MADE]
 
+# exercises 6 and 7 (issue 38): honest styles of a KV cache and grouped-query attention, and their ready-made routes
+from .decoder import honest as _decoder_honest, ready_made as _decoder_ready  # noqa: E402
+
+COURSE = "the course's own code"  # in every refusal of an import of mha_lib
+HONEST += _decoder_honest(Entry)
+READY_MADE += _decoder_ready(Entry, READY, COURSE)
+
 
 # --- as notebooks -----------------------------------------------------------------------------------
 

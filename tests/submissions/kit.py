@@ -36,10 +36,14 @@ def nbgrader(course: Path, *args: str, timeout: float = 900, log: Path | None = 
                           text=True, timeout=timeout)
 
 
-def make_course(dest: Path) -> Path:
-    """A fresh course directory: our config and sources, released there (which fills its gradebook)."""
+def make_course(dest: Path, config: str = "") -> Path:
+    """A fresh course directory: our config (and ``config``'s lines after it) and sources, released there (which
+    fills its gradebook)."""
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "nbgrader_config.py", dest)
+    if config:
+        with open(dest / "nbgrader_config.py", "a") as fh:
+            fh.write("\n" + config)
     shutil.copytree(REPO / "solutions", dest / "solutions")
     run = nbgrader(dest, "generate_assignment", ASSIGNMENT, "--force")
     assert run.returncode == 0, run.stdout

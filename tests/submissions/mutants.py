@@ -469,3 +469,7 @@ MUTANTS = [
            "a stray .squeeze()", False,
            edit=("return x.transpose(0, 2, 1, 3)", "return x.transpose(0, 2, 1, 3).squeeze()")),
 ]
+
+from .decoder import mutants as _decoder_mutants  # noqa: E402 - exercises 6 and 7 (issue 38)
+
+MUTANTS += _decoder_mutants(Mutant)
