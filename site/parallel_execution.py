@@ -10,8 +10,9 @@ notebook"). Nothing else changes:
 
 * a notebook that fails is not stored, so myst-nb executes it again while reading it and reports
   the error as it always does (the strict build fails on it);
-* a notebook whose metadata changes how it is executed, or that matches
-  ``execution_excludepatterns``, is left to myst-nb;
+* a notebook whose metadata sets its own ``execution_timeout`` (a cell's limit) runs here under
+  that limit, as myst-nb would run it; one whose metadata changes anything else about how it is
+  executed, or that matches ``execution_excludepatterns``, is left to myst-nb;
 * each notebook is logged like myst-nb logs it ("<path>: Executing notebook",
   "<path>: Executed notebook in N seconds"), which bench/bench_build.py reads.
 """
@@ -36,7 +37,8 @@ def _execute(notebook, cwd: str, allow_errors: bool, timeout: int | None):
 
 
 def _to_execute(app, env, docnames):
-    """(docname, path, notebook, reader format) of each notebook that myst-nb would execute now."""
+    """(docname, path, notebook, reader format, cell timeout) of each notebook that myst-nb would
+    execute now."""
     from jupyter_cache import get_cache
     from myst_nb.core.read import create_nb_reader
 
@@ -53,13 +55,15 @@ def _to_execute(app, env, docnames):
         if reader is None:
             continue                                       # plain Markdown, nothing to run
         notebook = reader.read(text)
-        if config.metadata_key in notebook.metadata and any(
-                key.startswith("execution") for key in notebook.metadata[config.metadata_key]):
-            continue                                       # its own execution settings: myst-nb's
+        own = {key: value for key, value in notebook.metadata.get(config.metadata_key, {}).items()
+               if key.startswith("execution")}
+        if set(own) - {"execution_timeout"}:
+            continue                                       # other execution settings of its own: myst-nb's
         try:
             cache.match_cache_notebook(notebook)
         except KeyError:
-            pending.append((docname, path, notebook, reader.read_fmt))
+            pending.append((docname, path, notebook, reader.read_fmt,
+                            own.get("execution_timeout", config.execution_timeout)))
     return cache, pending
 
 
@@ -76,11 +80,11 @@ def execute_in_parallel(app, env, docnames):
     LOGGER.info(f"Executing {len(pending)} notebooks, {workers} at a time")
     with ProcessPoolExecutor(workers) as pool:
         futures = []
-        for docname, path, notebook, _ in pending:
+        for docname, path, notebook, _, timeout in pending:
             LOGGER.info("Executing notebook in parallel", location=docname)
             futures.append(pool.submit(_execute, notebook, str(path.parent),
-                                       config.execution_allow_errors, config.execution_timeout))
-        for (docname, path, _, read_fmt), future in zip(pending, futures):
+                                       config.execution_allow_errors, timeout))
+        for (docname, path, _, read_fmt, _), future in zip(pending, futures):
             executed, seconds, error = future.result()
             if error is not None:
                 LOGGER.info("Execution failed; executed again when read", location=docname)

@@ -5,6 +5,8 @@ A scratch book of three small MyST notebooks and a failing one is built with
 started and ended (it waits until another one has started), so the test sees runs overlap; myst-nb must then find
 each in its cache ("Using cached notebook", not executed again) and the pages must carry their
 outputs. The failing notebook is left to myst-nb, which reports it, and the strict build fails.
+A notebook that sets its own cell timeout (chapter 7 does) runs at once with the others, under
+its own limit: one that waits in a cell past that limit fails, although the book's limit is longer.
 """
 import os
 import re
@@ -34,6 +36,11 @@ needs_two_cores = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="o
 
 def notebook(name: str, body: str) -> str:
     return FRONT + f"# {name}\n\n```{{code-cell}} ipython3\n{textwrap.dedent(body).strip()}\n```\n"
+
+
+def with_timeout(page: str, seconds: int) -> str:
+    """The page with its own cell timeout in its metadata, as a chapter sets it."""
+    return page.replace("\n---\n", f"\nmystnb:\n  execution_timeout: {seconds}\n---\n", 1)
 
 
 def stamp(name: str) -> str:
@@ -73,13 +80,17 @@ def build(book: Path, pages: dict[str, str]) -> subprocess.CompletedProcess:
 @needs_two_cores
 def test_notebooks_run_at_once_myst_nb_uses_their_results_and_reports_a_failure(tmp_path):
     names = ["one", "two", "three"]
-    proc = build(tmp_path, {**{name: stamp(name) for name in names},
-                            "bad": notebook("bad", "raise ValueError('on purpose')")})
+    proc = build(tmp_path, {**{name: stamp(name) for name in names[:2]},
+                            names[2]: with_timeout(stamp(names[2]), 600),
+                            "bad": notebook("bad", "raise ValueError('on purpose')"),
+                            "slow": with_timeout(notebook("slow", "import time; time.sleep(8)"), 2)})
     log = proc.stdout + proc.stderr
-    assert log.count("Executing notebook in parallel") == 4 and len(re.findall(r"Executed notebook in", log)) == 3
-    # the three good ones come from the cache; only the failing one is executed again, and reported
-    assert log.count("Using cached notebook") == 3 and log.count("Executing notebook using") == 1, log[-3000:]
-    assert "Execution failed; executed again when read" in log
+    assert log.count("Executing notebook in parallel") == 5 and len(re.findall(r"Executed notebook in", log)) == 3
+    # the three good ones come from the cache; only the failing ones are executed again, and reported
+    assert log.count("Using cached notebook") == 3 and log.count("Executing notebook using") == 2, log[-3000:]
+    assert log.count("Execution failed; executed again when read") == 2
+    assert re.search(r"slow\.md.*Executing notebook failed", log), log[-3000:]
+    assert "timed out" in (tmp_path / "_build" / "html" / "reports" / "slow.err.log").read_text()
     assert re.search(r"bad\.md.*Executing notebook failed", log), log[-3000:]
     assert "on purpose" in (tmp_path / "_build" / "html" / "reports" / "bad.err.log").read_text()
     assert proc.returncode != 0, "the strict build passed with a failing notebook"
