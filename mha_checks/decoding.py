@@ -150,7 +150,7 @@ def allowed(t_q: int, t_k: int, m=frozenset()) -> np.ndarray | None:
     shift += 1 if "mask_plus_one" in m else -1 if "mask_minus_one" in m else 0
     if "mask_square" in m:
         if t_q != t_k:  # scores (.., T_q, T_k) masked by a (T_q, T_q) mask: torch's broadcast error, tensor a
-            raise Failure(("broadcast", t_k, t_q, 3))  # the scores (masked_fill's self), tensor b the mask
+            raise Failure(("broadcast", t_q, t_k, 3))  # the mask, tensor b the scores (as exercise 5's np.where)
         return np.tril(full)
     return np.triu(full, shift) if "mask_inverted" in m else np.tril(full, shift)
 

@@ -20,6 +20,8 @@ Two kinds of call, in this order, in every cell and under every secret:
 float64 in exercises 1-4, float32 in exercise 5 (torch's default). Every case is small: a whole
 notebook's hidden cases run in well under a second.
 """
+import itertools
+
 import numpy as np
 
 from . import calling
@@ -306,7 +308,8 @@ def mha_case(rng, cross: bool, causal: bool | None, check: str = "values", order
     seen = set() if seen is None else seen
     fixed = fixed or {}
     names = ["B", "T_q", "T_k", "h", "d_k"] if cross else ["B", "T_q", "h", "d_k"]
-    default = {"B": (2, 3), "T_q": (2, 12) if cross else (2, 8), "T_k": (2, 12), "h": (2, 5), "d_k": (2, 5)}
+    top = _top(12 if cross else 8, seen, cross, fixed)
+    default = {"B": (2, 3), "T_q": (2, top), "T_k": (2, top), "h": (2, 5), "d_k": (2, 5)}
     ranges = [(fixed[n], fixed[n]) if n in fixed else default[n] for n in names]
     while True:
         drawn = dict(zip(names, sizes(rng, ranges, products=((3, 4),) if cross else ((2, 3),),
@@ -347,6 +350,34 @@ def worked_example_mha(check: str = "values") -> Case:
     out = np.array([[[1.5, 1.5, 4.0, 3.0], [3.5, 3.5, 6.0, 5.0], [5.5, 5.5, 8.0, 7.0]]])
     return Case("multi_head_attention", NAMES["multi_head_attention"], (x, x, x, MhaWeights(4, 2, weights), True),
                 check, expected=(out, np.broadcast_to(rows, (1, 2, 3, 3)).copy()))
+
+
+def _top(top: int, seen: set, cross: bool, fixed: dict) -> int:
+    """The longest length a call may draw: ``top``, or past it as far as needed for a draw to exist (a cell of
+    many calls can use every length up to ``top`` that fits its other sizes, and the draw would never end)."""
+    while not _drawable(top, seen, cross, fixed):
+        top += 1
+    return top
+
+
+def _drawable(top: int, seen: set, cross: bool, fixed: dict) -> bool:
+    """Whether :func:`mha_case`'s rules admit some sizes with lengths up to ``top``: a free length always fits
+    self-attention (B, h and d_k find values beside it); cross-attention needs two lengths at least 2 apart,
+    checked among every choice when two free ones past 5 (every B, h, d_k) do not settle it."""
+    free = [v for v in range(2, top + 1) if v not in seen]
+    longer = [v for v in free if v > 5]
+    if not cross or {"T_q", "T_k"} & set(fixed):
+        return bool(free)
+    if longer and max(longer) - min(longer) >= 2:
+        return True
+    rng = {n: [fixed[n]] if n in fixed else list(range(lo, hi + 1)) for n, (lo, hi) in
+           {"B": (2, 3), "h": (2, 5), "d_k": (2, 5)}.items()}
+    for b, h, d_k, t_q, t_k in itertools.product(rng["B"], rng["h"], rng["d_k"], free, free):
+        drawn = [t_q, t_k] + [x for n, x in (("B", b), ("h", h), ("d_k", d_k)) if n not in fixed]
+        extra = [h * d_k] if not {"h", "d_k"} & set(fixed) else []
+        if abs(t_q - t_k) >= 2 and not (h == d_k * d_k and h > 1) and len(set(drawn + extra)) == len(drawn) + len(extra):
+            return True
+    return False
 
 
 def mha_cases(rng, calls: list[dict], check: str = "values", worked: bool = False) -> list[Case]:
