@@ -24,12 +24,14 @@ class Failure(Exception):
     with the query's length, an assert, a .view() of a transposed tensor): its signature (see
     :func:`mha_checks.diagnosis.errors.signature`)."""
 
-    def __init__(self, signature: tuple, text: str = ""):
+    def __init__(self, signature: tuple, text: str = "", also: tuple = ()):
         super().__init__(text or repr(signature))
         self.signature = signature
+        self.forms = (signature, *also)  # the same mistake in other code gives these words (same_failure)
 
 
 UNBATCHED = ("rank", 3, 2)  # code written for (B, T, d_in) given (T, d_in): three axes expected, two found
+UNBATCHED_EINSUM = ("rank", "einsum", 0)  # the same in np.einsum's words: more subscripts than operand 0 has axes
 
 
 # --- mistakes any function can make -------------------------------------------------------------
@@ -115,7 +117,7 @@ def scaled_by(factor: float, wname: str) -> Switch:
 
 def linear(x, w, b=None, m=frozenset()):
     if "batched_only" in m and np.ndim(x) == 2:
-        raise Failure(UNBATCHED, "not enough values to unpack (expected 3, got 2)")
+        raise Failure(UNBATCHED, "not enough values to unpack (expected 3, got 2)", also=(UNBATCHED_EINSUM,))
     if "half_product" in m:  # the product computed in float16, the bias added in the inputs' dtype
         return linear(*sixteen((x, w)), None, (m - {"half_product"}) | {"half"}) + (0 if b is None else b)
     w_ = np.swapaxes(w, -1, -2) if "w_T" in m else w

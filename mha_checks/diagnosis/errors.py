@@ -70,6 +70,8 @@ PATTERNS = [  # (regex, signature from the match)
      lambda m: ("rank", int(m[1]), int(m[2]))),
     (r"too many indices for array: array is (\d+)-dimensional, but (\d+) were indexed",
      lambda m: ("rank", int(m[2]), int(m[1]))),
+    (r"einstein sum subscripts string contains too many subscripts for operand (\d+)",
+     lambda m: ("rank", "einsum", int(m[1]))),  # (NumPy names no count: code for more axes than operand m[1] has)
 ]
 
 
@@ -91,8 +93,12 @@ def signature(kind: str, message: str) -> tuple:
 def same_failure(error: dict, err: BaseException) -> bool:
     """Does the switch's failure ``err`` reproduce the student's ``error``, its words included (the same
     signature: a type alone never does)?"""
-    mine = err.signature if isinstance(err, Failure) else signature(type(err).__name__, str(err))
     theirs = signature(str(error.get("type", "")), str(error.get("message", "")))
+    forms = err.forms if isinstance(err, Failure) else (signature(type(err).__name__, str(err)),)
+    return any(_same(mine, theirs) for mine in forms)
+
+
+def _same(mine: tuple, theirs: tuple) -> bool:
     if mine[0] == "reshape" and theirs[0] == "reshape":  # a -1 of the student's may stand for any size
         return mine[1] == theirs[1] and len(mine[2]) == len(theirs[2]) and \
             all(t in (-1, m) for m, t in zip(mine[2], theirs[2]))

@@ -253,7 +253,7 @@ MUTANTS = [
            "the scores returned instead of the weights", False, edit=("return out, weights", "return out, scores")),
     Mutant("m71_mha_scale_folded_in_place", A, MHA, ALL_MHA, "in place", False,
            edit=(("w_q, w_k, w_v = mha.in_proj_weight.chunk(3)",
-                  "mha.in_proj_weight.data[:d_model] /= math.sqrt(d_k)  # fold the scale into W_q\n"
+                  "mha.in_proj_weight.detach()[:d_model] /= math.sqrt(d_k)  # fold the scale into W_q\n"
                   "    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)"), ("/ math.sqrt(d_k)", ""))),
     Mutant("m72_mha_forward", A, MHA, ALL_MHA, "entry points", False,
            code="def multi_head_attention(query, key, value, mha, causal=False):\n    mask = None\n"
@@ -420,7 +420,8 @@ MUTANTS = [
     Mutant("m118_project_np_inner", P, "project", {"test_project_values": 1, "test_project_bias": 1}, "w used transposed",
            False, edit=("out = x @ w ", "out = np.inner(x, w) ")),
     Mutant("m119_mha_assert_square_mask", A, MHA, {"test_mha_shapes": 1, "test_mha_weights": 1, "test_mha_cross": 1}, "an assert that the mask is square",
-           False, edit=("    if causal:\n", "    if causal:\n        assert t_q == t_k, 'a causal mask is square'\n")),
+           False, edit=("    if causal:\n", "    if causal:\n        assert t_q == t_k\n")),  # (an assert with words of its
+           # own is the student's to read: the switch reproduces one without, mha_checks/diagnosis/errors.signature)
     Mutant("m120_merge_as_strided_assumes_contiguous", M, "merge_heads", {"test_merge_heads_values": 1},
            "wrong values", False,
            code="import torch\n\ndef merge_heads(x):\n    b, h, t, d_v = x.shape\n"  # (NumPy's as_strided: raw memory)
@@ -445,7 +446,9 @@ MUTANTS = [
                   "b_q, b_k, b_v = mha.in_proj_bias.chunk(3)\n"
                   "    w_q.mul_(1 / math.sqrt(d_k))  # fold the scale into the query's projection\n"
                   "    b_q.mul_(1 / math.sqrt(d_k))"), ("/ math.sqrt(d_k)                  #", "                  #"))),
-    Mutant("m126_mha_softmax_stabilised_over_queries", A, MHA, VALUES_MHA, "maximum over the queries", False,
+    Mutant("m126_mha_softmax_stabilised_over_queries", A, MHA, {**VALUES_MHA, "test_mha_weights": 1},
+           "maximum over the queries", False,  # (the weights' causal call with T_q < T_k has keys no query sees:
+           # a column of -inf, its maximum -inf, NaN weights)
            edit=("weights = torch.softmax(scores, dim=-1)",
                  "e = torch.exp(scores - scores.amax(dim=-2, keepdim=True))  # stable softmax\n"
                  "    weights = e / e.sum(dim=-1, keepdim=True)")),
