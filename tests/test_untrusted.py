@@ -237,7 +237,7 @@ def test_a_value_outside_the_schema_costs_its_call_alone(outcome):
     """What a call gave back is the student's process's word: outside the schema, it is read as a value the
     grader cannot read (that call's test fails with those words); the notebook's other records stand."""
     got = frames.events([{"test": "t", "case": 0, "outcome": {**outcome, "mutated": ["x"]}},
-                         {"test": "t", "status": "done", "detail": 0}], JOB)["t"]
+                         {"test": "t", "status": "done", "detail": 0, "time": SPENT}], JOB)["t"]
     assert got["cases"][0]["mutated"] == ["x"] and got["status"] == ("done", 0)
     assert got["cases"][0]["result"]["$other"].startswith("value the grader cannot read: "), got
 
