@@ -788,10 +788,10 @@ def test_make_grade_exports_what_was_graded_even_when_a_notebook_could_not_be(ex
     (3: the sandbox does not isolate; 5: recording failed). Its exit status is the run's, or 8 when the export
     fails (tests/test_faults.py runs both for real)."""
     from types import SimpleNamespace
-    from mha_grader.trusted import run, stopping
+    from mha_grader.trusted import export, run, stopping
     calls = []
     for why, status in (("", exit_status), ("the gradebook is locked", 8 if exported else exit_status)):
-        monkeypatch.setattr(run.export, "write", lambda root, stop, why=why: calls.append(root) or why)
+        monkeypatch.setattr(export, "write", lambda root, stop, why=why: calls.append(root) or why)
         args = SimpleNamespace(export=True, argv=["--course", "c", "grade", "--export"])
         assert run._then_export(args, SimpleNamespace(root=Path("c")), stopping.Stop(), exit_status) == status
     assert len(calls) == (2 if exported else 0)
