@@ -771,10 +771,16 @@ def test_make_grade_runs_one_command_whose_status_is_the_grader_s(tmp_path):
     for status in (0, 1, 3, 5, 8):
         run = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(kit.REPO), "-o", ".venv/.installed",
                               "grade", f"COURSE={tmp_path}", f"GRADER=sh -c 'echo \"$$@\"; exit {status}' run",
-                              "ARGS=--student s1", "NBGRADER=echo exported separately"], capture_output=True, text=True)
+                              "ARGS=--student s1", "NBGRADER=echo exported separately"], capture_output=True, text=True,
+                             env=outside_make())
         assert run.stdout.splitlines() == ["grade --export --student s1"], run.stdout + run.stderr
         assert (run.returncode, run.stderr.strip()) == ((0, "") if status == 0 else (2, f"make: *** [Makefile:{_line()}: "
                                                                                       f"grade] Error {status}")), run.stderr
+
+
+def outside_make() -> dict:
+    """This process's environment as a shell's (under `make test`, MAKELEVEL would make make say 'make[1]')."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
 
 
 def _line() -> int:
