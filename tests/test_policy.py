@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from mha_checks import admission
+from mha_grader.trusted import frames
 from submissions import judged, kit
 from submissions.correct import CORRECT
 
@@ -421,7 +422,7 @@ def _perfect_records(job, cases, claim: dict | None = None):
         for i, case in enumerate(cases[test["id"]]):
             outcome = calling.call(ns["multi_head_attention"], list(case.names), case.specs())
             records.append({"test": test["id"], "case": i, "outcome": {**outcome, **(claim or {})}})
-        records.append({"test": test["id"], "status": "done", "detail": 0})
+        records.append({"test": test["id"], "status": "done", "detail": 0, "time": dict.fromkeys(frames.TIMES, 0.0)})
     return records
 
 
