@@ -97,6 +97,13 @@ def sandboxes() -> set[int]:
     """Running processes of a sandbox user (uid sandbox.UID_BASE + n) descended from this test process (a
     run's orphans are re-parented here: see ``subreaper``), not another grader's on the same machine."""
     from mha_grader.walls.sandbox import SLOTS, UID_BASE
+    table = _processes()
+    ours = _descendants(table)
+    return {pid for pid in ours if UID_BASE <= table[pid][1] < UID_BASE + SLOTS and table[pid][2] != "Z"}
+
+
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """{pid: (parent pid, uid, state)} of every process of this machine."""
     table = {}
     for entry in Path("/proc").iterdir():
         try:
@@ -105,12 +112,17 @@ def sandboxes() -> set[int]:
                                       stat[stat.rindex(")") + 2])
         except (OSError, ValueError):
             continue
+    return table
+
+
+def _descendants(table: dict) -> set[int]:
+    """This test process's descendants in ``table`` (itself included)."""
     ours, grew = {os.getpid()}, True
     while grew:
         more = {pid for pid, (parent, _, _) in table.items() if parent in ours} - ours
         ours |= more
         grew = bool(more)
-    return {pid for pid in ours if UID_BASE <= table[pid][1] < UID_BASE + SLOTS and table[pid][2] != "Z"}
+    return ours
 
 
 def slow_job_running(course: Path) -> bool:
@@ -127,6 +139,23 @@ def subreaper():
     assert prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
     yield
     prctl(36, 0, 0, 0, 0)
+    for pid in sandboxes() | graders():  # a failed test's run ends here, not in the next file's checks
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def graders() -> set[int]:
+    """Grading runs (python -m mha_grader) descended from this test process."""
+    found = set()
+    for pid in _descendants(_processes()) - {os.getpid()}:
+        try:
+            if b"\0mha_grader\0" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+        except OSError:
+            continue
+    return found
 
 
 def stop_line(output: str) -> re.Match:
@@ -866,7 +895,8 @@ def test_the_terminal_closed_stops_the_run_and_its_log_says_how_to_resume(course
     ignored (nohup) goes on to its end."""
     main, terminal = pty.openpty()
 
-    def controlling_terminal():
+    def controlling_terminal():  # (and SIGHUP as a terminal's shell leaves it: not ignored, whatever the suite got)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
     typed = command(course, *PATIENT)
     proc = subprocess.Popen(typed, env=env(course), stdin=terminal, stdout=terminal, stderr=terminal,
