@@ -463,24 +463,26 @@ def _visible(page, selector):
     return next((e for e in page.locator(selector).all() if e.is_visible()), None)
 
 
-def _click(selector, opened=None):
+def _shown(page, selector) -> bool:
+    """Whether ``selector`` becomes visible within 4 s."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        page.locator(selector).first.wait_for(state="visible", timeout=4_000)
+        return True
+    except PlaywrightTimeout:
+        return False
 
+
+def _click(selector, opened=None):
     def step(page):
         target = _visible(page, selector)
         if target is None:
             return False
-        target.click()
-        for _ in range(4):  # (a click the page's script missed on a busy machine is clicked again, as a reader would)
-            if not opened:
-                break
-            try:
-                page.locator(opened).first.wait_for(state="visible", timeout=4_000)
-                break
-            except PlaywrightTimeout:
-                target.click()
-        else:
-            page.locator(opened).first.wait_for(state="visible", timeout=4_000)
+        for _ in range(5):  # (a click the page's script missed on a busy machine is clicked again, as a reader would)
+            target.click()
+            if not opened or _shown(page, opened):
+                return True
+        page.locator(opened).first.wait_for(state="visible", timeout=4_000)  # (its error names what never showed)
         return True
     return step
 
