@@ -24,6 +24,7 @@ decided before, from its source (:mod:`mha_checks.admission`).
 import base64
 import functools
 import itertools
+import math
 import sys
 import traceback
 
@@ -42,14 +43,20 @@ def encode_array(a: np.ndarray, keep_layout: bool = False) -> dict:
     """``a`` as plain data; with ``keep_layout`` a transposed view is carried as one (see the module)."""
     order = transposition(a) if keep_layout else None
     a = np.ascontiguousarray(a if order is None else a.transpose(order))
-    if a.dtype.name not in DTYPES:
+    if dtype_name(a.dtype) not in DTYPES:
         a = a.astype(np.float64)
     data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
-    spec = {"dtype": a.dtype.name, "shape": list(a.shape), "data": base64.b64encode(data).decode()}
+    spec = {"dtype": dtype_name(a.dtype), "shape": list(a.shape), "data": base64.b64encode(data).decode()}
     if order is not None:
         spec["order"] = order
         spec["shape"] = [spec["shape"][i] for i in np.argsort(order)]  # the shape of the view itself
     return {"$array": spec}
+
+
+@functools.lru_cache(maxsize=64)
+def dtype_name(dtype: np.dtype) -> str:
+    """``dtype.name``, worked out once per dtype (NumPy derives it anew at each read)."""
+    return dtype.name
 
 
 def transposition(a: np.ndarray) -> list[int] | None:
@@ -65,7 +72,7 @@ def decode_array(spec: dict) -> np.ndarray:
     """The array of ``{"$array": ...}`` (a fresh, writable copy; a transposed view when ``order`` is
     given); raises ValueError on anything malformed."""
     dtype, shape = spec["dtype"], [int(n) for n in spec["shape"]]
-    if dtype not in DTYPES or any(n < 0 for n in shape) or int(np.prod(shape)) > MAX_ELEMENTS:
+    if dtype not in DTYPES or any(n < 0 for n in shape) or math.prod(shape) > MAX_ELEMENTS:
         raise ValueError(f"unacceptable array: dtype {dtype!r}, shape {shape}")
     order = spec.get("order")
     if order is not None and sorted(int(i) for i in order) != list(range(len(shape))):
@@ -220,7 +227,7 @@ class Layout:
             return 0
         if "$array" in spec:
             a = spec["$array"]
-            return -(-int(np.prod(a["shape"])) * np.dtype(a["dtype"]).itemsize // ALIGN) * ALIGN
+            return -(-math.prod(int(n) for n in a["shape"]) * np.dtype(a["dtype"]).itemsize // ALIGN) * ALIGN
         return sum(Layout.size(v) for v in spec.values())
 
     def lay_out(self, names: list[str], specs: list) -> list:

@@ -10,6 +10,7 @@ The alignment of the mask: the T_q queries are the *last* T_q of the T_k positio
 position T_k - T_q + i and sees keys 0 .. T_k - T_q + i (``np.tril(ones, T_k - T_q)``: bottom-right).
 At T_q = T_k this is exercise 5's and chapter 7's mask (``tril(0)``).
 """
+import functools
 import math
 
 import numpy as np
@@ -145,14 +146,22 @@ def allowed(t_q: int, t_k: int, m=frozenset()) -> np.ndarray | None:
     """(T_q, T_k) bool, True where a query may look (None: no mask). Right: tril(T_k - T_q)."""
     if "no_mask" in m:
         return None
-    full = np.ones((t_q, t_k), dtype=bool)
     shift = 0 if "mask_top_left" in m else t_k - t_q
     shift += 1 if "mask_plus_one" in m else -1 if "mask_minus_one" in m else 0
     if "mask_square" in m:
         if t_q != t_k:  # scores (.., T_q, T_k) masked by a (T_q, T_q) mask: torch's broadcast error, tensor a
             raise Failure(("broadcast", t_q, t_k, 3))  # the mask, tensor b the scores (as exercise 5's np.where)
-        return np.tril(full)
-    return np.triu(full, shift) if "mask_inverted" in m else np.tril(full, shift)
+        return _triangle(t_q, t_k, 0, False)
+    return _triangle(t_q, t_k, shift, "mask_inverted" in m)
+
+
+@functools.lru_cache(maxsize=256)
+def _triangle(t_q: int, t_k: int, shift: int, upper: bool) -> np.ndarray:
+    """(T_q, T_k) bool: triu (``upper``) or tril of ones from diagonal ``shift``; read-only, made once per size."""
+    full = np.ones((t_q, t_k), dtype=bool)
+    mask = np.triu(full, shift) if upper else np.tril(full, shift)
+    mask.flags.writeable = False
+    return mask
 
 
 def _softmax(x, axis):

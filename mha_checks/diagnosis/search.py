@@ -37,16 +37,22 @@ class Call:
         return cls(case, before=before)
 
 
-def reproduces(spec: Spec, call: Call, keys: frozenset, dtype: str = "") -> bool:
-    """The reference with ``keys`` on gives this call's answer: the same values within the tolerance the
-    grade uses (the answer's dtype's, or ``dtype``'s for a mistake of precision; shapes alone in a shape
-    test), or the same failure (see :func:`errors.same_failure`)."""
+def modelled(spec: Spec, call: Call, keys: frozenset) -> tuple[bool, object]:
+    """(True, the reference's result with ``keys`` on) or (False, the error it raised), on this call: computed
+    once per call and keys, for the search and its pruning alike."""
     if keys not in call.memo:
         try:
             call.memo[keys] = (True, spec.model(call.case, keys, call))
         except Exception as err:  # noqa: BLE001 - a failure is the switch's result too
             call.memo[keys] = (False, err)
-    ok, value = call.memo[keys]
+    return call.memo[keys]
+
+
+def reproduces(spec: Spec, call: Call, keys: frozenset, dtype: str = "") -> bool:
+    """The reference with ``keys`` on gives this call's answer: the same values within the tolerance the
+    grade uses (the answer's dtype's, or ``dtype``'s for a mistake of precision; shapes alone in a shape
+    test), or the same failure (see :func:`errors.same_failure`)."""
+    ok, value = modelled(spec, call, keys)
     if not ok:
         return call.error is not None and same_failure(call.error, value)
     if call.error is not None or not call.ran:
@@ -85,7 +91,10 @@ def _touches(spec: Spec, call: Call) -> Callable:
     is the right one, a pair that changes it is skipped; where it is not, a pair that leaves it is. (A
     pair whose two mistakes cancel on one part is missed: then nothing is named, never a wrong name.)"""
     try:
-        right = _parts(spec.model(call.case, frozenset(), call))
+        ok, value = modelled(spec, call, frozenset())
+        if not ok:
+            raise value
+        right = _parts(value)
         got = _parts(call.got)
         tol = max(arrays.tolerance(arrays.result_dtype(g)) for g in got)
         wrong = [not _close(g, r, tol) for g, r in zip(got, right)]
@@ -95,10 +104,10 @@ def _touches(spec: Spec, call: Call) -> Callable:
 
     def changed(s) -> list[bool] | None:
         if s.key not in changes:
+            ok, value = modelled(spec, call, frozenset({s.key}))  # (the single switches' tier computed it)
             try:
-                changes[s.key] = [not _close(p, r, tol) for p, r in
-                                  zip(_parts(spec.model(call.case, frozenset({s.key}), call)), right)]
-            except Exception:  # noqa: BLE001 - a switch that raises here changes everything
+                changes[s.key] = [not _close(p, r, tol) for p, r in zip(_parts(value), right)] if ok else None
+            except Exception:  # noqa: BLE001 - a switch whose result cannot be compared changes everything
                 changes[s.key] = None
         return changes[s.key]
 
