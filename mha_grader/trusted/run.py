@@ -40,7 +40,7 @@ EXIT_SCHEDULER = 7  # the Dask scheduler went away or stopped answering
 EXIT_EXPORT = 8  # every grade is recorded, but `nbgrader export` did not write grades.csv (--export)
 END = object()  # the backend has given back every result
 YOUNG_OBJECTS = 50_000  # objects made (less those freed) between two collections of the youngest generation: at
-#                        Python's 700, collections took ~4 % of this process's CPU (bench_scale; 50,000: ~3 ms less a notebook)
+#                        Python's 700, collections took ~4 % of this process's CPU while it graded (perf)
 
 
 class NotRecorded(RuntimeError):
