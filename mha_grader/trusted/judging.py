@@ -99,8 +99,8 @@ def _job(prog: notebooks.Program, runnable: list, cases: dict) -> dict:
     keeps the inputs outside and hands each to the harness only when its call is made)."""
     tests = [{"id": g.id, "cases": [{"function": c.function, "names": list(c.names), "specs": c.specs()}
                                     for c in cases[g.id]]} for g in runnable]
-    torch = any('"$tensor"' in text or '"$mha"' in text for text in (json.dumps(c["specs"]) for t in tests
-                                                                      for c in t["cases"]))
+    texts = (json.dumps(c["specs"]) for t in tests for c in t["cases"])  # (made one at a time, as any() asks)
+    torch = any('"$tensor"' in text or '"$mha"' in text for text in texts)
     return {"torch": torch, "cells": prog.cells, "tests": tests}
 
 
