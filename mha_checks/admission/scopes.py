@@ -336,7 +336,9 @@ class Program:
                 binders.setdefault(name, []).append(i)
         wildcards = sorted(self.wildcards)  # (they may bind any name that no other statement binds)
         found: dict[int, tuple] = {i: ("", None) for i in roots}
-        todo = [(name, None) for name in names] + [(name, i) for i in roots for name in self.reads[i]]
+        # (names in sorted order: the name a statement is reached by, which its refusal's path shows, is then
+        # the same in every process, whatever the hash seed)
+        todo = [(name, None) for name in sorted(names)] + [(name, i) for i in roots for name in sorted(self.reads[i])]
         seen = set(names)
         while todo:
             name, via = todo.pop()
@@ -344,7 +346,7 @@ class Program:
             for i in bound:
                 if i not in found:
                     found[i] = (name, via)
-                    for read in self.reads[i] - seen:
+                    for read in sorted(self.reads[i] - seen):
                         seen.add(read)
                         todo.append((read, i))
         return found
