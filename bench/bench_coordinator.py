@@ -25,6 +25,12 @@ unpickling is the coordinator's cost, as it is behind Dask). No sandbox runs.
 The machine may be shared (2 cores, other engineers' work): every figure is inflated by that load, the
 load average is printed beside each table, and the workers' offered rate is compared within one run.
 
+A run's files are set aside (renamed into the work folder's set-aside/), not deleted, until the bench ends:
+ext4 without a journal (as on the project's 2-core machines) skips, one by one, the inodes freed in the
+last minutes when it makes a file, so deleting the last run's ~210,000 files just before a run made every file
+the next one writes dearer (PostgreSQL, 10,000 students: 351 recorded nb/s after a delete, 589 after a
+rename, interleaved). The bench needs the disk for all its runs' files (~2.4 GB a run of 10,000 students).
+
     .venv/bin/python bench/bench_coordinator.py [--students 10000] [--sweep-students 1000]
         [--workers 1,4,16,64,256,1024,all] [--job-s 1.0] [--sizes 1000,2500,5000,10000] [--keep DIR]
 """
@@ -244,9 +250,17 @@ def grader_at(commit: str, dest: Path) -> Path:
     return dest
 
 
-def subset(full: Path, dest: Path, students: int) -> Path:
+def set_aside(path: Path, work: Path) -> None:
+    """Move ``path``, if there is one, into ``work``/set-aside/, deleted when the bench ends (see the docstring:
+    a delete just before a run would slow it)."""
+    if path.exists():
+        (work / "set-aside").mkdir(exist_ok=True)
+        path.rename(work / "set-aside" / f"{time.time_ns()}-{path.name}")
+
+
+def subset(full: Path, dest: Path, students: int, work: Path) -> Path:
     """A course of the first ``students`` students of ``full`` (their files hard-linked: no copy)."""
-    shutil.rmtree(dest, ignore_errors=True)
+    set_aside(dest, work)
     dest.mkdir(parents=True)
     for entry in ("exercises", "nbgrader_config.py", "gradebook.db"):
         (shutil.copytree if (full / entry).is_dir() else shutil.copy)(full / entry, dest / entry)
@@ -283,7 +297,7 @@ class Gradebooks:
     def fresh(self, kind: str, course: Path) -> str:
         """The URL of a fresh, released gradebook of ``kind`` for ``course`` (whose run state is cleared)."""
         for folder in ("autograded", "feedback"):
-            shutil.rmtree(course / folder, ignore_errors=True)
+            set_aside(course / folder, self.work)
         if kind == "sqlite":
             shutil.copy(self.pristine, course / "gradebook.db")
             return f"sqlite:///{course / 'gradebook.db'}"
@@ -386,14 +400,14 @@ def memory(gradebooks: Gradebooks, full: Path, work: Path, sizes: list[int], rec
           "threads | load |\n|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     points = {label: [] for label in codes}
     for n in sizes:
-        course = subset(full, work / f"size-{n}" / "course", n)
+        course = subset(full, work / f"size-{n}" / "course", n, work)
         for label, code in codes.items():
             m = coordinate(course, gradebooks.fresh("sqlite", course), recorded, 0, 0.0, secret, code)
             points[label].append((n, m["rss_planned_kb"] / 1024, m["peak_recorded_kb"] / 1024, m["peak_rss_kb"] / 1024))
             print(f"| {label} | {n} | {m['notebooks']} | {m['rss_planned_kb'] / 1024:.0f} | "
                   f"{m['peak_recorded_kb'] / 1024:.0f} | {m['peak_rss_kb'] / 1024:.0f} | {m['grading_s']:.1f} | "
                   f"{rate(m):.0f} | {cpu_ms(m)} | {m['load']} |", flush=True)
-        shutil.rmtree(course.parent)
+        set_aside(course.parent, work)
     for label, found in points.items():
         if len(found) > 1:
             (n0, *first), (n1, *last) = found[0], found[-1]
@@ -432,7 +446,7 @@ def main() -> None:
                   f"{time.perf_counter() - start:.0f} s", flush=True)
         pristine = work / "class" / "released.db"  # the gradebook as released, before any run
         if not pristine.is_file() or len(os.listdir(full / "submitted")) != args.students:
-            shutil.rmtree(full.parent, ignore_errors=True)
+            set_aside(full.parent, work)
             start = time.perf_counter()
             kit.make_course(full)
             shutil.copy(full / "gradebook.db", pristine)
@@ -445,10 +459,10 @@ def main() -> None:
                  **{c: Path(c) if Path(c).is_dir() else grader_at(c, work / f"grader-{c}") for c in args.compare}}
         gradebooks = Gradebooks(work, pristine, "postgresql" in kinds)
         if "sweep" not in args.skip:
-            sweep_course = subset(full, work / "sweep" / "course", args.sweep_students)
+            sweep_course = subset(full, work / "sweep" / "course", args.sweep_students, work)
             sweep(gradebooks, kinds, sweep_course, recorded, [int(w) for w in args.workers.split(",")], args.job_s,
                   secret, codes)
-            shutil.rmtree(sweep_course.parent)
+            set_aside(sweep_course.parent, work)
         if "class" not in args.skip:
             whole_class(gradebooks, kinds, full, recorded, secret, codes)
         if "memory" not in args.skip:
@@ -456,6 +470,7 @@ def main() -> None:
     finally:
         if gradebooks is not None:
             gradebooks.close()
+        shutil.rmtree(work / "set-aside", ignore_errors=True)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
