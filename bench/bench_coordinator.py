@@ -25,12 +25,14 @@ unpickling is the coordinator's cost, as it is behind Dask). No sandbox runs.
 The machine may be shared (2 cores, other engineers' work): every figure is inflated by that load, the
 load average is printed beside each table, and the workers' offered rate is compared within one run.
 
-A run's files are set aside (renamed into the work folder's set-aside/), not deleted, until the bench ends:
-ext4 without a journal (as on the project's 2-core machines) skips, one by one, the recently freed inodes
-when it makes a file (a 35 s wait after the delete did not help), so deleting the last run's ~210,000 files just
-before a run made every file the next one writes dearer (PostgreSQL, 10,000 students: 351 recorded nb/s after a
-delete, 589 and 548 after a rename, interleaved). The bench needs the disk for all its runs' files: ~2.4 GB a
-run of 10,000 students, ~13 GB for the default tables.
+A run's files are set aside (renamed into the work folder's set-aside/), not deleted, until the bench ends.
+ext4 without a journal (as on the machines this project is developed on) skips, one by one, the inodes
+freed in the last 60 s when it makes a file, 300 s while their inode table is not yet written back
+(RECENTCY_MIN and RECENTCY_DIRTY in the kernel's fs/ext4/ialloc.c): deleting the last run's ~210,000 files
+just before a run made every file the next one writes dearer (PostgreSQL, 10,000 students, interleaved:
+351 recorded nb/s after a delete, 589 and 548 after a rename; a 35 s wait after the delete did not help).
+The bench needs the disk for all its runs' files: ~2.4 GB a run of 10,000 students, ~13 GB for the
+default tables; one started within 5 minutes of another's end (where that one deletes them) pays for it too.
 
     .venv/bin/python bench/bench_coordinator.py [--students 10000] [--sweep-students 1000]
         [--workers 1,4,16,64,256,1024,all] [--job-s 1.0] [--sizes 1000,2500,5000,10000] [--keep DIR]
