@@ -32,7 +32,7 @@ freed in the last 60 s when it makes a file, 300 s while their inode table is no
 just before a run made every file the next one writes dearer (PostgreSQL, 10,000 students, interleaved:
 351 recorded nb/s after a delete, 589 and 548 after a rename; a 35 s wait after the delete did not help).
 The bench needs the disk for all its runs' files: ~2.4 GB a run of 10,000 students, ~13 GB for the
-default tables; one started within 5 minutes of another's end (where that one deletes them) pays for it too.
+default tables; a bench started soon after another's end (where that one deletes them) can pay for it too.
 
     .venv/bin/python bench/bench_coordinator.py [--students 10000] [--sweep-students 1000]
         [--workers 1,4,16,64,256,1024,all] [--job-s 1.0] [--sizes 1000,2500,5000,10000] [--keep DIR]
