@@ -27,8 +27,8 @@ load average is printed beside each table, and the workers' offered rate is comp
 
 A run's files are set aside (renamed into the work folder's set-aside/), not deleted, until the bench ends.
 ext4 without a journal (as on the machines this project is developed on) skips, one by one, the inodes
-freed in the last 60 s when it makes a file, 300 s while their inode table is not yet written back
-(RECENTCY_MIN and RECENTCY_DIRTY in the kernel's fs/ext4/ialloc.c): deleting the last run's ~210,000 files
+freed in the last 60 s when it makes a file, 360 s while their inode table is not yet written back
+(RECENTCY_MIN, plus RECENTCY_DIRTY, in the kernel's fs/ext4/ialloc.c): deleting the last run's ~210,000 files
 just before a run made every file the next one writes dearer (PostgreSQL, 10,000 students, interleaved:
 351 recorded nb/s after a delete, 589 and 548 after a rename; a 35 s wait after the delete did not help).
 The bench needs the disk for all its runs' files: ~2.4 GB a run of 10,000 students, ~13 GB for the
