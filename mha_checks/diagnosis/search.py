@@ -74,16 +74,23 @@ def search(spec: Spec, calls: list[Call], first: int) -> list[tuple]:
         keys = frozenset(s.key for s in combo)
         dtype = next((s.dtype for s in combo if s.dtype), "")
         return spec.compatible(keys) and all(reproduces(spec, c, keys, dtype) for c in ran)
-    exact = [s for s in switches if not s.dtype]
-    loose = [s for s in switches if s.dtype]
-    touch = _touches(spec, calls[first])
-    tiers = ([(s,) for s in exact], [(a, b) for a, b in combinations(exact, 2) if touch(a, b)], [(s,) for s in loose],
-             [(a, b) for a in loose for b in exact if touch(a, b)])
-    for tier in tiers:
+    for tier in _tiers(spec, calls[first], switches):
         found = [combo for combo in tier if fits(combo)]
         if found:
             return found
     return []
+
+
+def _tiers(spec: Spec, failing: Call, switches: list):
+    """The combinations to try, tier by tier: each made only when the tiers before it named nothing (a
+    single switch that reproduces the answer, the usual case, costs no pair's pruning)."""
+    exact = [s for s in switches if not s.dtype]
+    loose = [s for s in switches if s.dtype]
+    yield [(s,) for s in exact]
+    touch = _touches(spec, failing)
+    yield [(a, b) for a, b in combinations(exact, 2) if touch(a, b)]
+    yield [(s,) for s in loose]
+    yield [(a, b) for a in loose for b in exact if touch(a, b)]
 
 
 def _touches(spec: Spec, call: Call) -> Callable:
