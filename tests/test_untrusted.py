@@ -305,9 +305,10 @@ def test_a_notebook_past_a_bound_is_not_read_and_says_which(tmp_path, cells, rea
 
 
 def test_a_cell_read_before_still_counts_against_each_notebooks_bound(tmp_path):
-    """What reading a cell found is remembered across notebooks (notebooks._remembered); the bound is the
+    """What reading a cell found is remembered across notebooks (notebooks._Memo); the bound is the
     notebook's: a cell within it alone, then repeated past it."""
-    cell = _code("x=1\n" * 2_400)  # (9,600 characters: remembered; 9,601 syntax nodes)
+    cell = _code("x=1\n" * 2_400)  # (9,601 syntax nodes)
+    assert len(cell["source"]) <= notebooks.MEMO_CHARS  # (remembered)
     assert _notebook(tmp_path, [cell], "one.ipynb")[0] is not None
     nb, _, why = _notebook(tmp_path, [cell] * 6, "six.ipynb")
     assert nb is None and f"past {notebooks.MAX_AST_NODES} syntax nodes" in why, why

@@ -7,12 +7,12 @@ student's cells are matched to the release's by nbgrader grade id; where the met
 stripped or edited, a solution cell is recognised by the function it defines. Grade (test) cells are never run: the hidden tests are the grader's.
 """
 import ast
-import functools
 import hashlib
 import json
 import os
 import re
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,7 @@ MAX_CODE_CHARS = 100_000              # one code cell's source
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_JSON_DEPTH = 64                   # how deep its JSON nests (a notebook nests 6 or so; outputs a little more)
 MAX_AST_NODES, MAX_AST_DEPTH = 50_000, 100  # the syntax trees of all its code cells together; one's depth
-MEMO_SOURCES, MEMO_CHARS = 512, 10_000  # what reading a cell found, kept for this many sources of up to this length
+MEMO_SOURCES, MEMO_CHARS = 512, 10_000  # each memo of what reading a cell found: this many sources of up to this length
 
 
 @dataclass(frozen=True)
@@ -68,26 +68,38 @@ def nbgrader_meta(cell: dict) -> dict:
     return meta if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str) else {}
 
 
-def _remembered(read):
-    """``read`` (a cell's source -> plain data that is never changed), remembered for the last MEMO_SOURCES
-    sources of up to MEMO_CHARS characters: a class's notebooks repeat most cells (the release's, and those
-    students leave as handed out), and a cell may be read more than once. What raises is not kept."""
-    kept = functools.lru_cache(maxsize=MEMO_SOURCES)(read)
-    return functools.wraps(read)(lambda code: kept(code) if len(code) <= MEMO_CHARS else read(code))
+class _Memo(dict):
+    """What reading a cell found, by its source, for the MEMO_SOURCES sources of up to MEMO_CHARS characters
+    kept last (first in, first out): a class's notebooks repeat most cells (the release's, and those students
+    leave as handed out). Immutable values only; what raises is never kept. Each reader parses in its own
+    frame, as before: how deep the parser may nest depends on the frames above it."""
+
+    def __init__(self):
+        super().__init__()
+        self.lock = threading.Lock()
+
+    def keep(self, code: str, value):
+        if len(code) <= MEMO_CHARS:
+            with self.lock:
+                if len(self) >= MEMO_SOURCES:
+                    del self[next(iter(self))]
+                self[code] = value
+        return value
 
 
-@_remembered
-def _defined_functions(code: str) -> tuple[str, ...]:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return ()
-    return tuple(n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+_DEFINED, _FITTING = _Memo(), _Memo()  # a cell's functions; the syntax nodes of a cell within every bound
 
 
 def defined_functions(code: str) -> list[str]:
-    """The functions ``code`` defines at its top level ([] when it does not parse)."""
-    return list(_defined_functions(code))
+    found = _DEFINED.get(code)
+    if found is None:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            return []
+        defs = (n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        found = _DEFINED.keep(code, tuple(defs))
+    return list(found)
 
 
 def docstring(code: str) -> str:
@@ -250,28 +262,15 @@ def syntax_size(code: str, budget: int) -> tuple[int, str | None]:
     """(nodes of ``code``'s syntax tree, None) when it has at most ``budget`` nodes and is at most
     MAX_AST_DEPTH deep (code that does not parse counts 0: the sandbox reports that as the cell's own
     error); else (its nodes so far, what it exceeds)."""
-    try:
-        whole = _syntax_size(code)
-        if whole is not None and (whole[1] is not None or whole[0] > budget):
-            whole = _walk(ast.parse(code), budget)  # (past a bound: the first one the walk meets, as it meets it)
-    except (RecursionError, MemoryError):
-        return 0, f"nested too deeply to be read (more than {MAX_AST_DEPTH} levels)"
-    return whole or (0, None)
-
-
-@_remembered
-def _syntax_size(code: str) -> tuple[int, str | None] | None:
-    """:func:`syntax_size` of ``code`` with the whole notebook's budget; None when it does not parse."""
+    fits = _FITTING.get(code)
+    if fits is not None and fits <= budget:
+        return fits, None
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
-        return None
-    return _walk(tree, MAX_AST_NODES)
-
-
-def _walk(tree: ast.AST, budget: int) -> tuple[int, str | None]:
-    """(nodes of ``tree``, None), or (its nodes so far, what it exceeds) at the first node past ``budget``
-    nodes or MAX_AST_DEPTH levels."""
+        return 0, None
+    except (RecursionError, MemoryError):
+        return 0, f"nested too deeply to be read (more than {MAX_AST_DEPTH} levels)"
     count, todo = 0, [(tree, 0)]
     while todo:
         node, depth = todo.pop()
@@ -281,7 +280,7 @@ def _walk(tree: ast.AST, budget: int) -> tuple[int, str | None]:
         if depth > MAX_AST_DEPTH:
             return count, f"nested more than {MAX_AST_DEPTH} levels deep"
         todo += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
-    return count, None
+    return _FITTING.keep(code, count), None
 
 
 def program(release: Release, nb: dict) -> Program:
