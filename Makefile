@@ -123,7 +123,7 @@ probe: $(STAMP)
 bench-class: $(STAMP)
 	$(BIN)/python bench/bench_class.py
 
-## bench-scale: 1,000 students x 5 notebooks graded end to end by `make grade` here; stock nbgrader on a sample
+## bench-scale: 1,000 students x every notebook of the course graded end to end by `make grade` here; stock nbgrader on a sample
 bench-scale: $(STAMP)
 	$(BIN)/python bench/bench_scale.py
 
