@@ -118,7 +118,7 @@ secret: $(STAMP)
 probe: $(STAMP)
 	$(GRADER) probe
 
-## bench-class: grade a generated class of 200 submissions: ours (2 workers) vs stock nbgrader, then on Dask
+## bench-class: grade a generated class of 40 students x every notebook: ours (2 workers) vs stock nbgrader, then on Dask
 .PHONY: bench-class bench-scale bench-dask
 bench-class: $(STAMP)
 	$(BIN)/python bench/bench_class.py

@@ -86,6 +86,16 @@ def test_refuses_to_grade_where_isolation_fails(course, monkeypatch, capsys):
     assert "Refusing to grade" in err and "cannot read /course/solutions" in err and "--unsafe-no-sandbox" in err
 
 
+def test_without_workers_given_one_sandbox_more_than_the_cores_runs_and_a_local_cluster_has_one_per_core(monkeypatch):
+    from mha_grader.trusted import cli
+    seen = []
+    monkeypatch.setattr(cli, "_grade", lambda args, command: seen.append((args.scheduler, args.workers)) or 0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    for typed in ([], ["--scheduler", "local"], ["--workers", "1"], ["--scheduler", "local", "--workers", "5"]):
+        assert cli.main(["grade", *typed]) == 0
+    assert seen == [("", 4), ("local", 3), ("", 1), ("local", 5)]
+
+
 def test_a_killed_run_keeps_its_grades_and_the_next_run_finishes_the_rest(course):
     kit.grade(course, "--student", "nobody")  # makes the course's secret file
     proc = subprocess.Popen([sys.executable, "-m", "mha_grader", "--course", str(course), "grade", "--workers", "1"],

@@ -133,7 +133,7 @@ def test_css_loads_nothing_from_another_host():
 
 @needs_site
 def test_every_chapter_downloads_as_ipynb():
-    """Every page whose source is a notebook (the intro and the five chapters) offers its .ipynb."""
+    """Every page whose source is a notebook (the intro and the chapters) offers its .ipynb."""
     notebooks = [md for md in sorted((ROOT / "chapters").glob("*.md")) if "kernelspec:" in md.read_text()]
     assert len(notebooks) >= 6, [md.name for md in notebooks]
     for page in (SITE / "chapters" / f"{md.stem}.html" for md in notebooks):

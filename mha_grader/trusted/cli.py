@@ -19,6 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     _without_iri_grammars()
     args.argv = argv  # None: this process's own (resume.command rebuilds the command typed)
     if args.command == "grade":
+        if args.workers is None:
+            args.workers = default_workers(dask=bool(args.scheduler))
         return _grade(args, resume.command(argv))
     from . import run, secret
     if args.command == "secret":
@@ -58,6 +60,15 @@ def _grade(args, resume: str) -> int:
         return run.grade(args, stop, resume)
 
 
+def default_workers(dask: bool = False) -> int:
+    """Sandboxes at a time when --workers is not given: one per core and one more, so that the cores have
+    work while this process judges a result and renders its feedback (the grades do not depend on it).
+    On Dask, one per core: a LocalCluster's worker processes judge their own results; with a scheduler of
+    one's own it sets only how many students are submitted ahead."""
+    cores = os.cpu_count() or 1
+    return cores if dask else cores + 1
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mha_grader", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -71,7 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--student", action="append", default=[], help="only this student (repeatable)")
     grade.add_argument("--notebook", action="append", default=[], help="only this notebook, e.g. 02_split_heads")
     grade.add_argument("--force", action="store_true", help="grade again even what is already graded")
-    grade.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel jobs (default: cores)")
+    grade.add_argument("--workers", type=int, default=None,
+                       help="sandboxes at a time (default: one more than the cores; with --scheduler local, as "
+                            "many Dask workers as cores)")
     grade.add_argument("--scheduler", default="", help="a Dask scheduler address; 'local' starts one here")
     grade.add_argument("--db-url", default=os.environ.get("MHA_GRADER_DB_URL", ""),
                        help="gradebook URL (default sqlite:///gradebook.db; e.g. postgresql://user@host/db)")
