@@ -1,11 +1,12 @@
 """Recording in the coordinating process: grades are committed in batches, a notebook is stamped as
 graded only once its batch is committed, and a failing batch commits nothing."""
 import json
+import time
 
 import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
-from mha_grader.trusted import course as course_mod, feedback
+from mha_grader.trusted import course as course_mod, feedback, gradebook
 from mha_grader.trusted.gradebook import GradebookWriter
 from mha_grader.trusted.recording import Recorder
 from submissions import kit
@@ -127,3 +128,48 @@ def test_the_rows_of_a_later_batch_have_ids_that_sort_after(course):
     assert len(early) == len(set(early)) > len(kit.NOTEBOOKS) and len(late) == len(early)
     assert all(len(i) == 32 and uuid.UUID(i).hex == i and uuid.UUID(i).version == 7 for i in early + late)
     assert max(early) < min(late)
+
+
+
+def _polls(seconds: float) -> str:
+    """A call that waits as a driver waits on a frozen server: asleep, waking every 0.1 s to look (psycopg's
+    interval) and spending ~0.3 ms each time (twice psycopg's measured mean, about its worst second)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.1)
+        spin = time.thread_time() + 0.0003
+        while time.thread_time() < spin:
+            pass
+    return "answered"
+
+
+def _works(seconds: float) -> str:
+    """A call that keeps the CPU busy (a slow answer on a loaded machine), longer than a server may stay silent."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sum(range(1000))
+    return "answered"
+
+
+def test_a_call_that_only_polls_is_given_up_on_and_one_that_works_is_waited_for(course):
+    """A database thread that waits, however often its driver wakes to poll, is silent after ANSWER_S (the run
+    ends within seconds); one that works past ANSWER_S is waited for, even when the first look at it comes after
+    ANSWER_S (a run that was busy elsewhere)."""
+    course_obj = course_mod.Course(course)
+    polling, working = (GradebookWriter(course_obj.db_url, "mha") for _ in range(2))
+    try:
+        for writer in (polling, working):
+            writer.patience = gradebook.ANSWER_S  # (a server's patience: the sqlite file's is longer)
+        started = time.monotonic()
+        with pytest.raises(gradebook.Silent):
+            polling._answered(_polls, gradebook.ANSWER_S + 1)
+        waited = time.monotonic() - started
+        assert gradebook.ANSWER_S <= waited < gradebook.ANSWER_S + gradebook.PROGRESS_WINDOW_S + 0.5, waited
+        asked = working._ask(_works, gradebook.ANSWER_S + 1)
+        time.sleep(gradebook.ANSWER_S + 0.3)
+        assert working._wait(asked, block=False) is None  # (looked at late: still working)
+        assert working._wait(asked) == "answered"
+    finally:
+        time.sleep(1)  # (the polling call ends)
+        polling.close()
+        working.close()

@@ -9,15 +9,17 @@ stopped between two commits loses nothing but what was not committed, which the 
 :meth:`close` commits nothing.
 
 A database that stops answering cannot hold the run: every call to it is made by a thread of the
-writer's own, and the caller gives up once that thread has waited ANSWER_S seconds on end for a
-server without an answer (a frozen server accepts connections and answers nothing, and a blocked read
-ignores signals; the thread's own CPU time tells a call slowed by a loaded machine, which still works,
-from one that waits; a sqlite file, with no server to freeze, gets LOCAL_ANSWER_S for its disk's
-stalls). A stop (ctrl-C) gives a call in progress STOP_GRACE_S more. A call given up on leaves its
+writer's own, and the caller gives up once that thread has gone ANSWER_S seconds on end without working
+(a frozen server accepts connections and answers nothing, and a blocked read ignores signals). Working
+is spending PROGRESS_CPU_S on the CPU within the last PROGRESS_WINDOW_S (since the last look, when that
+was longer ago): a call slowed by a loaded machine still works, one waiting for an answer does not,
+though its driver wakes to poll (psycopg every 0.1 s, at ~1.5 ms of CPU a second). A sqlite file, with
+no server to freeze, gets LOCAL_ANSWER_S for its disk's stalls. A stop (ctrl-C) gives a call in progress STOP_GRACE_S more. A call given up on leaves its
 connection as it is (:class:`Silent`): nothing more is sent on it, and the batch it held is not stamped.
 PostgreSQL also gets connect, statement and lock timeouts (a server that answers cancels what takes too
 long and releases its locks), sqlite a busy timeout.
 """
+import collections
 import functools
 import os
 import queue
@@ -31,7 +33,8 @@ from sqlalchemy.exc import ProgrammingError
 
 ANSWER_S = 3.0  # how long the gradebook's thread may wait on a database server without working, within one call
 LOCAL_ANSWER_S = 30.0  # ... on a sqlite file (no server to freeze: the disk's own stalls are waited out)
-PROGRESS_CPU_S = 0.002  # the CPU it must use to count as working (a loaded machine slows it; a frozen server stops it)
+PROGRESS_CPU_S = 0.025  # the CPU it must spend within the last PROGRESS_WINDOW_S to count as working (5 % of a core;
+PROGRESS_WINDOW_S = 0.5  # a wait on a frozen server polls at ~1.5 ms of CPU a second: psycopg, measured, 3.4 at most)
 MAX_CALL_S = 60.0  # the longest one call may take, working or not
 STOP_GRACE_S = 1.0  # once a stop is asked for, how much longer a call in progress may take
 POLL_S = 0.05
@@ -83,20 +86,23 @@ class GradebookWriter:
         """``call(*args)`` handed to the database thread, not waited for."""
         if self.silent:
             raise Silent(self.silent)
-        asked = _Call(call, args)
+        asked = _Call(call, args, time.clock_gettime(self.clock))
         self.calls.put(asked)
         return asked
 
     def _wait(self, asked: "_Call", block: bool = True):
         """The value of a call handed to the database thread (its exception raised), waited for (without
         ``block``, None while it runs); Silent once the thread has waited ``self.patience`` seconds on end without
-        working (less than PROGRESS_CPU_S of CPU: a thread slowed by a loaded machine still works, one blocked
-        on a frozen server does not), the call has run MAX_CALL_S, or STOP_GRACE_S after a stop was asked
-        for. A call given up on still holds the connection: nothing more is sent on it."""
+        working (see the module), the call has run MAX_CALL_S, or STOP_GRACE_S after a stop was asked for. A
+        call given up on still holds the connection: nothing more is sent on it."""
         while not asked.done.wait(POLL_S if block else 0):
             now, cpu = time.monotonic(), time.clock_gettime(self.clock)
-            if asked.cpu is None or cpu - asked.cpu >= PROGRESS_CPU_S:
-                asked.cpu, asked.working = cpu, now
+            while len(asked.looks) > 1 and now - asked.looks[1][0] >= PROGRESS_WINDOW_S:
+                asked.looks.popleft()  # (the first look left is the newest that is a window old, if any is)
+            then, spent = asked.looks[0]
+            if now - then >= PROGRESS_WINDOW_S and cpu - spent >= PROGRESS_CPU_S:
+                asked.working = now
+            asked.looks.append((now, cpu))
             if self.interrupted():
                 asked.stop_by = min(asked.stop_by, now + STOP_GRACE_S)
             if now >= min(asked.working + self.patience, asked.start + MAX_CALL_S, asked.stop_by):
@@ -282,10 +288,11 @@ INDEXES = {"mha_submitted_notebook_by_submission": "submitted_notebook (assignme
 class _Call:
     """A call handed to the database thread: its box (value or error) is filled before ``done`` is set."""
 
-    def __init__(self, call, args: tuple):
+    def __init__(self, call, args: tuple, cpu: float):
         self.call, self.args, self.box, self.done = call, args, {}, threading.Event()
         self.start, self.stop_by = time.monotonic(), float("inf")
-        self.cpu, self.working = None, self.start  # the database thread's CPU time when last seen working, and when
+        self.looks = collections.deque([(self.start, cpu)])  # (when, the database thread's CPU time then), oldest first
+        self.working = self.start  # when it was last seen working
 
 
 def _answer(calls: queue.SimpleQueue) -> None:
